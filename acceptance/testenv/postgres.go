@@ -1,0 +1,193 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PostgresBinDir holds Debian's PostgreSQL 15 server binaries.
+const PostgresBinDir = "/usr/lib/postgresql/15/bin"
+
+// Postgres is a throwaway PostgreSQL server on a loopback port.
+type Postgres struct {
+	Host string
+	Port int
+	// SuperPassword is the password of the superuser "postgres".
+	SuperPassword string
+	Started       time.Duration
+	dataDir       string
+}
+
+// StartPostgres initialises a cluster in a temporary directory, starts it on
+// a free loopback port, and stops and removes it when t ends. As root the
+// server runs as the unprivileged system user postgres, as PostgreSQL requires.
+func StartPostgres(t testing.TB) *Postgres {
+	t.Helper()
+	for _, bin := range []string{"initdb", "postgres"} {
+		if _, err := os.Stat(filepath.Join(PostgresBinDir, bin)); err != nil {
+			t.Fatalf("testenv: %s not found in %s: install Debian's postgresql-15 (apt-get install postgresql-15; .ci/run does)", bin, PostgresBinDir)
+		}
+	}
+	start := time.Now()
+	cred, uid, gid := postgresCredential(t)
+	dir, err := os.MkdirTemp("", "ptah-pg-")
+	if err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatalf("testenv: chown %s to the postgres user: %v", dir, err)
+	}
+	p := &Postgres{Host: "127.0.0.1", SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data")}
+	pwfile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwfile, []byte(p.SuperPassword+"\n"), 0o600); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	if err := os.Chown(pwfile, uid, gid); err != nil {
+		t.Fatalf("testenv: %v", err)
+	}
+	initdb := exec.Command(filepath.Join(PostgresBinDir, "initdb"), "-D", p.dataDir, "-U", "postgres",
+		"--auth-local=trust", "--auth-host=scram-sha-256", "--pwfile="+pwfile, "--encoding=UTF8", "--locale=C", "--no-sync")
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		t.Fatalf("testenv: initdb: %v\n%s", err, out)
+	}
+	// A free port can be taken between the probe and the bind: try a few.
+	var srv *exec.Cmd
+	var logs bytes.Buffer
+	for attempt := 0; attempt < 5; attempt++ {
+		p.Port = freePort(t)
+		logs.Reset()
+		srv = exec.Command(filepath.Join(PostgresBinDir, "postgres"), "-D", p.dataDir, "-p", strconv.Itoa(p.Port),
+			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir,
+			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+		srv.Stdout, srv.Stderr = &logs, &logs
+		// Pdeathsig stops the server if the test binary is killed outright.
+		srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+		if err := srv.Start(); err != nil {
+			t.Fatalf("testenv: start postgres: %v", err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- srv.Wait() }()
+		if err := p.waitReady(exited); err == nil {
+			t.Cleanup(func() {
+				_ = srv.Process.Signal(syscall.SIGINT) // fast shutdown
+				select {
+				case <-exited:
+				case <-time.After(30 * time.Second):
+					_ = srv.Process.Kill()
+					<-exited
+				}
+			})
+			p.Started = time.Since(start)
+			t.Logf("testenv: postgres 15 on %s:%d up in %s", p.Host, p.Port, p.Started.Round(time.Millisecond))
+			return p
+		} else if !bytes.Contains(logs.Bytes(), []byte("could not bind")) {
+			_ = srv.Process.Kill()
+			t.Fatalf("testenv: postgres did not start: %v\n%s", err, logs.String())
+		}
+	}
+	t.Fatalf("testenv: postgres found no free port:\n%s", logs.String())
+	return nil
+}
+
+func (p *Postgres) waitReady(exited <-chan error) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("postgres exited: %v", err)
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		conn, err := pgx.Connect(ctx, p.SuperURL("postgres"))
+		cancel()
+		if err == nil {
+			conn.Close(context.Background())
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("postgres on port %d did not accept connections within 30s", p.Port)
+}
+
+// URL is a connection URL for user/password on database db.
+func (p *Postgres) URL(user, password, db string) string {
+	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, password),
+		Host: net.JoinHostPort(p.Host, strconv.Itoa(p.Port)), Path: "/" + db, RawQuery: "sslmode=disable"}
+	return u.String()
+}
+
+// SuperURL connects as the superuser to database db.
+func (p *Postgres) SuperURL(db string) string { return p.URL("postgres", p.SuperPassword, db) }
+
+// Exec runs SQL as the superuser on database db and fails the test on error.
+func (p *Postgres) Exec(t testing.TB, db, sql string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, p.SuperURL(db))
+	if err != nil {
+		t.Fatalf("testenv: connect to %s as postgres: %v", db, err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("testenv: on %s: %s: %v", db, sql, err)
+	}
+}
+
+// CreateDatabase creates a login role with a random password and a database
+// it owns, and returns the role's connection URL.
+func (p *Postgres) CreateDatabase(t testing.TB, name string) string {
+	t.Helper()
+	password := randomHex(12)
+	ident := pgx.Identifier{name}.Sanitize()
+	p.Exec(t, "postgres", fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", ident, password))
+	p.Exec(t, "postgres", fmt.Sprintf("CREATE DATABASE %s OWNER %s", ident, ident))
+	return p.URL(name, password, name)
+}
+
+func postgresCredential(t testing.TB) (*syscall.Credential, int, int) {
+	if os.Geteuid() != 0 {
+		return nil, os.Geteuid(), os.Getegid()
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		t.Fatalf("testenv: running as root needs the system user postgres (Debian's postgresql package creates it): %v", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, uid, gid
+}
+
+func freePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("testenv: find a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
