@@ -1,0 +1,114 @@
+// Package runner is the Job side of the operator: the program an operation's
+// Pod runs. It checks the protocol, waits for its operation-bound credential,
+// runs ptah as a child and delivers the result as a PtahResultRecord.
+//
+// This file is the contract between the manager and the runner. The manager
+// builds a Job whose one container runs the runner with the environment
+// below; the runner answers with exactly one PtahResultRecord. Fields are only
+// ever added; a change of meaning bumps ProtocolVersion.
+package runner
+
+// ProtocolVersion is spoken by this runner and by the manager built from the
+// same tree. A runner that reads another version in EnvProtocol refuses the
+// Job before ptah starts (RunnerProtocolMismatch).
+const ProtocolVersion = "ptah.run/runner/v1"
+
+// Environment the manager sets on the runner's container.
+const (
+	// EnvProtocol is the protocol the manager speaks.
+	EnvProtocol = "PTAH_RUNNER_PROTOCOL"
+	// EnvOperation is the Operation, as JSON.
+	EnvOperation = "PTAH_OPERATION"
+	// EnvDatabaseURL comes only from a secretKeyRef to spec.target.urlFrom;
+	// the manager never reads it. ptah reads it under the same name.
+	EnvDatabaseURL = "PTAH_DB_URL"
+	// Registry credentials, from secretKeyRefs to spec.desired.registryAuthFrom
+	// (keys "registry", "username", "password"); ptah reads the same names.
+	EnvOCIRegistry = "PTAH_OCI_REGISTRY"
+	EnvOCIUsername = "PTAH_OCI_USERNAME"
+	EnvOCIPassword = "PTAH_OCI_PASSWORD"
+	// EnvPolicy is the verification policy document (from the immutable
+	// ConfigMap named by spec.desired.verificationPolicyFrom, key "policy.json").
+	EnvPolicy = "PTAH_VERIFICATION_POLICY"
+	// EnvPlan is the plan document to apply (Apply only), as JSON.
+	EnvPlan = "PTAH_PLAN"
+)
+
+// Credential: the Pod runs as a per-operation ServiceAccount whose only
+// permission is to create PtahResultRecords in its namespace. Its token is a
+// projected serviceAccountToken volume (the automounted token is off) at
+// TokenPath, with the cluster CA from the kube-root-ca.crt ConfigMap at
+// CAPath. The manager deletes the ServiceAccount, Role and RoleBinding when
+// the operation ends, which revokes the token. The runner waits until
+// SelfSubjectAccessReview says it may create the record before running ptah.
+const (
+	TokenPath     = "/var/run/secrets/ptah.run/result/token"
+	CAPath        = "/var/run/secrets/ptah.run/result/ca.crt"
+	TokenAudience = "ptah.run/result"
+)
+
+// Operation types, one Job each.
+const (
+	OpResolve = "resolve" // ptah oci resolve: tag -> digest
+	OpVerify  = "verify"  // ptah oci verify against the policy
+	OpObserve = "observe" // ptah schema pull + drift: is the database where declared?
+	OpPlan    = "plan"    // ptah schema pull + plan
+	OpApply   = "apply"   // ptah schema apply of EnvPlan
+	OpProof   = "proof"   // ptah schema pull + plan after an Apply: converged only if empty
+)
+
+// Operation is what one Job does, set by the manager in EnvOperation.
+type Operation struct {
+	// Type is one of the Op constants.
+	Type string `json:"type"`
+	// ID identifies the claim (status.activeOperation.id); a record for any
+	// other id is ignored by the manager.
+	ID string `json:"id"`
+	// Digest covers the operation's inputs; the record must carry it back.
+	Digest string `json:"digest"`
+	// Schema is the PtahSchema's namespace/name, for the record's labels.
+	Namespace string `json:"namespace"`
+	Schema    string `json:"schema"`
+	// RecordName is the name the PtahResultRecord must have.
+	RecordName string `json:"recordName"`
+	// OCIRef is the artifact: a tag for Resolve, a digest-pinned reference otherwise.
+	OCIRef    string `json:"ociRef,omitempty"`
+	PlainHTTP bool   `json:"plainHTTP,omitempty"`
+	// ProtectedTables and Exclude are passed to ptah schema plan.
+	ProtectedTables []string `json:"protectedTables,omitempty"`
+	Exclude         []string `json:"exclude,omitempty"`
+	// AllowDestructive and LockTimeout are passed to ptah schema apply.
+	AllowDestructive bool   `json:"allowDestructive,omitempty"`
+	LockTimeout      string `json:"lockTimeout,omitempty"`
+	ConnectTimeout   string `json:"connectTimeout,omitempty"`
+}
+
+// Result is what the runner reports in the PtahResultRecord's spec.
+type Result struct {
+	Protocol string `json:"protocol"`
+	// OperationID and Digest echo the Operation.
+	OperationID string `json:"operationID"`
+	Digest      string `json:"digest"`
+	Type        string `json:"type"`
+	// ChildExitCode is ptah's exit code (-1 when ptah did not run).
+	ChildExitCode int `json:"childExitCode"`
+	// Report is ptah's --json report of the last command run, verbatim.
+	Report []byte `json:"report,omitempty"`
+	// Error is set when the operation failed: ptah's own error code and
+	// message when it gave one, else e.g. {"child_exit", "ptah exited with code 2"}.
+	Error *Error `json:"error,omitempty"`
+}
+
+// Error is a failure a machine can match on by Code.
+type Error struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+// Runner error codes (ptah's own codes pass through unchanged).
+const (
+	ErrProtocolMismatch = "protocol_mismatch"
+	ErrChildExit        = "child_exit"
+	ErrCredential       = "credential"
+	ErrOperation        = "operation"
+)
