@@ -94,8 +94,11 @@ type Result struct {
 	ChildExitCode int `json:"childExitCode"`
 	// Report is ptah's --json report of the last command run, verbatim.
 	Report []byte `json:"report,omitempty"`
-	// Error is set when the operation failed: ptah's own error code and
-	// message when it gave one, else e.g. {"child_exit", "ptah exited with code 2"}.
+	// Error is set when the operation failed. When ptah exited 2 it is
+	// {"child_exit", "ptah exited with code 2"} (the status message a reader
+	// sees is "child_exit: ptah exited with code 2"); ptah's own error code and
+	// message stay in Report, which the manager records in full on status.
+	// Exit 1 (an expected negative such as drift) is a result, not an error.
 	Error *Error `json:"error,omitempty"`
 }
 
