@@ -1,0 +1,127 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ResultSubject names the resource whose operation produced a result.
+type ResultSubject struct {
+	// +kubebuilder:validation:Enum=PtahSchema;PtahMigration
+	Kind string `json:"kind"`
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+}
+
+// PlanResult is a plan as the executor computed it, before the manager
+// publishes it as a PtahSchemaPlan.
+type PlanResult struct {
+	// +kubebuilder:validation:MaxLength=128
+	Fingerprint string `json:"fingerprint"`
+	// +kubebuilder:validation:MaxLength=128
+	BaseFingerprint string `json:"baseFingerprint"`
+	// +kubebuilder:validation:MaxLength=128
+	DesiredFingerprint string `json:"desiredFingerprint"`
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	Digest string `json:"digest"`
+	// +optional
+	Destructive bool `json:"destructive"`
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=4096
+	// +optional
+	Statements []Statement `json:"statements"`
+}
+
+// OperationResult holds the fields an operation reports; which ones are set
+// depends on the operation type.
+type OperationResult struct {
+	// ResolvedDigest is what a Resolve found the reference to point at.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	ResolvedDigest string `json:"resolvedDigest,omitempty"`
+	// Verified is a Verify's verdict.
+	// +optional
+	Verified *bool `json:"verified,omitempty"`
+	// DriftDetected is an Observe's or Plan's verdict on the live schema.
+	// +optional
+	DriftDetected *bool `json:"driftDetected,omitempty"`
+	// Plan is a Plan's output.
+	// +optional
+	Plan *PlanResult `json:"plan,omitempty"`
+	// AppliedPlanFingerprint is the plan an Apply ran.
+	// +kubebuilder:validation:MaxLength=128
+	// +optional
+	AppliedPlanFingerprint string `json:"appliedPlanFingerprint,omitempty"`
+}
+
+// OperationError is why an operation failed.
+type OperationError struct {
+	// Code is machine-readable, e.g. child_exit or protected_table.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=64
+	Code string `json:"code"`
+	// Message in full, e.g. "ptah exited with code 2"; never a credential.
+	// +kubebuilder:validation:MaxLength=32768
+	Message string `json:"message"`
+}
+
+// PtahResultRecordSpec is what a runner reports for one operation.
+// +kubebuilder:validation:XValidation:rule="has(self.result) || has(self.error)",message="a record carries a result, an error or both"
+type PtahResultRecordSpec struct {
+	// +required
+	Subject ResultSubject `json:"subject"`
+	// OperationID is status.activeOperation.id of the claim the runner ran.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	OperationID string `json:"operationID"`
+	// Digest is status.activeOperation.coordinationDigest of that claim; the
+	// manager accepts the record only when both match its active claim.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	// +required
+	Digest string `json:"digest"`
+	// RunnerProtocol is the protocol version the runner spoke.
+	// +kubebuilder:validation:MaxLength=32
+	// +optional
+	RunnerProtocol string `json:"runnerProtocol,omitempty"`
+	// ChildExitCode is how ptah exited; absent when it never started.
+	// +optional
+	ChildExitCode *int32 `json:"childExitCode,omitempty"`
+	// +optional
+	Result *OperationResult `json:"result,omitempty"`
+	// +optional
+	Error *OperationError `json:"error,omitempty"`
+}
+
+// PtahResultRecord is the durable receipt of one operation's result.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:categories=ptah
+// +kubebuilder:printcolumn:name="Kind",type=string,JSONPath=`.spec.subject.kind`
+// +kubebuilder:printcolumn:name="Subject",type=string,JSONPath=`.spec.subject.name`
+// +kubebuilder:printcolumn:name="Operation",type=string,JSONPath=`.spec.operationID`
+// +kubebuilder:printcolumn:name="Exit",type=integer,JSONPath=`.spec.childExitCode`
+// +kubebuilder:printcolumn:name="Error",type=string,JSONPath=`.spec.error.code`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type PtahResultRecord struct {
+	metav1.TypeMeta `json:",inline"`
+	// +optional
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a result record is immutable"
+	// +required
+	Spec PtahResultRecordSpec `json:"spec"`
+}
+
+// PtahResultRecordList is a list of PtahResultRecord.
+//
+// +kubebuilder:object:root=true
+type PtahResultRecordList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []PtahResultRecord `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&PtahResultRecord{}, &PtahResultRecordList{})
+}

@@ -1,0 +1,175 @@
+package v1alpha1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Kinds an Event may be recorded on (the "Recorded on" column of the Events
+// reference). PtahMigration is the versioned path, not yet in this package.
+const (
+	KindPtahSchema         = "PtahSchema"
+	KindPtahSchemaApproval = "PtahSchemaApproval"
+	KindPtahMigration      = "PtahMigration"
+)
+
+// Condition types on PtahSchema status. Readers decide on these, never on
+// Event text.
+const (
+	ConditionInSync               = "InSync"
+	ConditionReady                = "Ready"
+	ConditionReconciliationFailed = "ReconciliationFailed"
+	ConditionApplying             = "Applying"
+	ConditionApprovalRequired     = "ApprovalRequired"
+	ConditionDriftDetected        = "DriftDetected"
+	ConditionArtifactResolved     = "ArtifactResolved"
+	ConditionArtifactVerified     = "ArtifactVerified"
+	ConditionDatabaseReachable    = "DatabaseReachable"
+	ConditionPlanReady            = "PlanReady"
+	ConditionSuspended            = "Suspended"
+)
+
+// Condition reasons. They are CamelCase and stable: they are the interface.
+// The comment names the condition and status each is used with.
+const (
+	// InSync=True, Ready=True: a fresh plan at the current generation had no changes.
+	ReasonScopedConverged = "ScopedConverged"
+	// InSync=False: the live schema differs from the desired one.
+	ReasonChangesPending = "ChangesPending"
+	// InSync, Ready and others =Unknown/False while the pipeline runs.
+	ReasonProgressing = "Progressing"
+	// Ready=False: the policy gate stopped the plan (destructive, Never).
+	ReasonPolicyBlocked = "PolicyBlocked"
+	// Ready=False: the plan waits for a PtahSchemaApproval.
+	ReasonAwaitingApproval = "AwaitingApproval"
+
+	// ReconciliationFailed=True: an operation failed; message is "<code>: <message>".
+	ReasonOperationFailed = "OperationFailed"
+	// ReconciliationFailed=True: the spec or what it references cannot work.
+	ReasonConfigurationError = "ConfigurationError"
+	// ReconciliationFailed=True: an Apply ended without proof either way.
+	ReasonApplyOutcomeUnknown = "ApplyOutcomeUnknown"
+	// ReconciliationFailed=False: the last result was consumed.
+	ReasonSucceeded = "Succeeded"
+
+	// Applying=True: an Apply Job runs an approved (or policy-allowed) plan.
+	ReasonApprovedPlan = "ApprovedPlan"
+	// Applying=False: the Apply Job finished and its result was read.
+	ReasonJobCompleted = "JobCompleted"
+
+	// ApprovalRequired=False: an approval for the current plan was accepted.
+	ReasonApproved = "Approved"
+	// ApprovalRequired=False: the policy needs no approval, or nothing to apply.
+	ReasonNotRequired = "NotRequired"
+
+	// DriftDetected=True/False.
+	ReasonDriftFound = "DriftFound"
+	ReasonNoDrift    = "NoDrift"
+
+	// ArtifactResolved=True/False.
+	ReasonResolved      = "Resolved"
+	ReasonResolveFailed = "ResolveFailed"
+
+	// ArtifactVerified=True/False.
+	ReasonVerified            = "Verified"
+	ReasonVerificationRefused = "VerificationRefused"
+
+	// DatabaseReachable=True/False (False on any connection failure).
+	ReasonConnected        = "Connected"
+	ReasonConnectionFailed = "ConnectionFailed"
+
+	// PlanReady=True: a plan is published; False with the reasons below.
+	ReasonPlanPublished         = "PlanPublished"
+	ReasonPlanStale             = "PlanStale"
+	ReasonProtectedTableRefused = "ProtectedTableRefused"
+
+	// Suspended=True/False, following spec.suspend.
+	ReasonSuspendedBySpec = "SuspendedBySpec"
+	ReasonNotSuspended    = "NotSuspended"
+)
+
+// Event reasons: every row of the Events reference (seed 000). EventReasons
+// says which type and kinds each is recorded with.
+const (
+	EventAdmissionSnapshotRefreshed    = "AdmissionSnapshotRefreshed"
+	EventApplyOutcomeUnknown           = "ApplyOutcomeUnknown"
+	EventApprovalAccepted              = "ApprovalAccepted"
+	EventApprovalRequired              = "ApprovalRequired"
+	EventApprovalRevoked               = "ApprovalRevoked"
+	EventApprovalStale                 = "ApprovalStale"
+	EventArtifactVerificationRefused   = "ArtifactVerificationRefused"
+	EventExecutionBindingChanged       = "ExecutionBindingChanged"
+	EventLeaseContinuityLost           = "LeaseContinuityLost"
+	EventMigrationJobCleanupDeferred   = "MigrationJobCleanupDeferred"
+	EventMigrationRunFinished          = "MigrationRunFinished"
+	EventMigrationRunUncertain         = "MigrationRunUncertain"
+	EventOperationCompleted            = "OperationCompleted"
+	EventOperationFailed               = "OperationFailed"
+	EventOperationRetried              = "OperationRetried"
+	EventOperationStarted              = "OperationStarted"
+	EventPlanStale                     = "PlanStale"
+	EventPodAdmissionRefused           = "PodAdmissionRefused"
+	EventProtectedTableRefused         = "ProtectedTableRefused"
+	EventResultCredentialFailed        = "ResultCredentialFailed"
+	EventResultReadFailed              = "ResultReadFailed"
+	EventResultReadTimedOut            = "ResultReadTimedOut"
+	EventRunnerProtocolMismatch        = "RunnerProtocolMismatch"
+	EventTargetLockReleaseOwed         = "TargetLockReleaseOwed"
+	EventTerminationSummaryRefused     = "TerminationSummaryRefused"
+	EventUnresolvedRunAcknowledged     = "UnresolvedRunAcknowledged"
+	EventUnresolvedRunDiscarded        = "UnresolvedRunDiscarded"
+	EventUnresolvedRunRestored         = "UnresolvedRunRestored"
+	EventVerificationPolicyInvalidated = "VerificationPolicyInvalidated"
+)
+
+// EventReason is one row of the Events reference.
+//
+// +kubebuilder:object:generate=false
+type EventReason struct {
+	Reason string
+	// Types are the Event types it may carry; two only when the outcome
+	// decides (MigrationRunFinished).
+	Types []string
+	// On are the kinds it is recorded on.
+	On []string
+}
+
+var (
+	normal       = []string{corev1.EventTypeNormal}
+	warning      = []string{corev1.EventTypeWarning}
+	normalOrWarn = []string{corev1.EventTypeNormal, corev1.EventTypeWarning}
+	onSchema     = []string{KindPtahSchema}
+	onMigration  = []string{KindPtahMigration}
+	onBoth       = []string{KindPtahSchema, KindPtahMigration}
+	onApproval   = []string{KindPtahSchemaApproval}
+)
+
+// EventReasons is the Events reference as a table, in its order.
+var EventReasons = []EventReason{
+	{EventAdmissionSnapshotRefreshed, normal, onBoth},
+	{EventApplyOutcomeUnknown, warning, onSchema},
+	{EventApprovalAccepted, normal, onSchema},
+	{EventApprovalRequired, normal, onSchema},
+	{EventApprovalRevoked, warning, onSchema},
+	{EventApprovalStale, warning, onApproval},
+	{EventArtifactVerificationRefused, warning, onSchema},
+	{EventExecutionBindingChanged, warning, onBoth},
+	{EventLeaseContinuityLost, warning, onSchema},
+	{EventMigrationJobCleanupDeferred, warning, onMigration},
+	{EventMigrationRunFinished, normalOrWarn, onMigration},
+	{EventMigrationRunUncertain, warning, onMigration},
+	{EventOperationCompleted, normal, onSchema},
+	{EventOperationFailed, warning, onBoth},
+	{EventOperationRetried, warning, onMigration},
+	{EventOperationStarted, normal, onBoth},
+	{EventPlanStale, warning, onSchema},
+	{EventPodAdmissionRefused, warning, onBoth},
+	{EventProtectedTableRefused, warning, onSchema},
+	{EventResultCredentialFailed, warning, onBoth},
+	{EventResultReadFailed, warning, onBoth},
+	{EventResultReadTimedOut, warning, onBoth},
+	{EventRunnerProtocolMismatch, warning, onBoth},
+	{EventTargetLockReleaseOwed, warning, onMigration},
+	{EventTerminationSummaryRefused, warning, onMigration},
+	{EventUnresolvedRunAcknowledged, normal, onMigration},
+	{EventUnresolvedRunDiscarded, warning, onMigration},
+	{EventUnresolvedRunRestored, warning, onMigration},
+	{EventVerificationPolicyInvalidated, warning, onSchema},
+}
