@@ -100,6 +100,10 @@ type Result struct {
 	// message stay in Report, which the manager records in full on status.
 	// Exit 1 (an expected negative such as drift) is a result, not an error.
 	Error *Error `json:"error,omitempty"`
+	// ChildError is ptah's own error {code, message} from its report when it
+	// exited 2; the record carries it as spec.childError, and the manager
+	// decides on its code (protected_table, policy_refused, stale_plan, ...).
+	ChildError *Error `json:"childError,omitempty"`
 }
 
 // Error is a failure a machine can match on by Code.

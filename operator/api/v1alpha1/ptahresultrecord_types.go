@@ -92,6 +92,11 @@ type PtahResultRecordSpec struct {
 	Result *OperationResult `json:"result,omitempty"`
 	// +optional
 	Error *OperationError `json:"error,omitempty"`
+	// ChildError is ptah's own error from its --json report when ptah failed
+	// (e.g. protected_table, policy_refused, stale_plan); Error then says how
+	// the child exited.
+	// +optional
+	ChildError *OperationError `json:"childError,omitempty"`
 }
 
 // PtahResultRecord is the durable receipt of one operation's result.

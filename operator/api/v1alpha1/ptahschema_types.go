@@ -46,7 +46,7 @@ const (
 )
 
 // OperationType names the work one Job does.
-// +kubebuilder:validation:Enum=Resolve;Verify;Observe;Plan;Apply
+// +kubebuilder:validation:Enum=Resolve;Verify;Observe;Plan;Apply;Proof
 type OperationType string
 
 const (
@@ -55,6 +55,8 @@ const (
 	OperationObserve OperationType = "Observe"
 	OperationPlan    OperationType = "Plan"
 	OperationApply   OperationType = "Apply"
+	// OperationProof is the fresh plan after an Apply: converged only if empty.
+	OperationProof OperationType = "Proof"
 )
 
 // SecretKeyRef names one key of a Secret in the resource's namespace. The

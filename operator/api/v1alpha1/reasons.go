@@ -70,6 +70,8 @@ const (
 	// ArtifactVerified=True/False.
 	ReasonVerified            = "Verified"
 	ReasonVerificationRefused = "VerificationRefused"
+	// ArtifactVerified=True: no verification policy is declared, so none applies.
+	ReasonNoPolicy = "NoPolicy"
 
 	// DatabaseReachable=True/False (False on any connection failure).
 	ReasonConnected        = "Connected"
