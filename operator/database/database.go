@@ -1,0 +1,143 @@
+// Package database opens the PostgreSQL connections ptah works through and
+// takes the advisory lock that serialises every ptah writer on a database.
+// Its errors name the server's host and port and never the user, password or
+// any other part of the URL, because they end up in Job logs and status.
+package database
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"ptah.run/operator/operator/report"
+)
+
+// URLEnv is the environment variable read when --url is not given.
+const URLEnv = "PTAH_DB_URL"
+
+// LockKey is the advisory-lock key every ptah writer (schema apply and
+// migrations up) takes, so two writers on one database never interleave.
+var LockKey = func() int64 {
+	h := fnv.New64a()
+	h.Write([]byte("ptah.run/writer"))
+	return int64(h.Sum64())
+}()
+
+// DB is an open database with the address it was opened on.
+type DB struct {
+	*sql.DB
+	// Target is "host:port", the only part of the URL that may be shown.
+	Target string
+}
+
+// Open parses url, connects and pings within connectTimeout. The error is a
+// *report.Error coded Usage, Connection or Auth.
+func Open(ctx context.Context, url string, connectTimeout time.Duration) (*DB, error) {
+	if url == "" {
+		return nil, report.Errorf(report.Usage, "no database URL: pass --url or set %s", URLEnv)
+	}
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		// pgx quotes the URL (user included) in its parse errors: say only what to fix.
+		return nil, report.Errorf(report.Usage, "the database URL is malformed; expected postgres://USER:PASSWORD@HOST:PORT/DATABASE")
+	}
+	if connectTimeout > 0 {
+		cfg.ConnectTimeout = connectTimeout
+	}
+	target := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	db := &DB{DB: stdlib.OpenDB(*cfg), Target: target}
+	pingCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout+5*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, ConnectError(target, err)
+	}
+	return db, nil
+}
+
+// URLFrom returns flagValue, or the environment's PTAH_DB_URL when it is empty.
+func URLFrom(flagValue string) string {
+	if flagValue != "" {
+		return flagValue
+	}
+	return os.Getenv(URLEnv)
+}
+
+// ConnectError describes a failure to connect to target without repeating
+// the driver's text, which names the user.
+func ConnectError(target string, err error) *report.Error {
+	var pgErr *pgconn.PgError
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &pgErr) && (pgErr.Code == "28P01" || pgErr.Code == "28000"):
+		return report.Errorf(report.Auth, "the database server at %s refused the credentials in the database URL (SQLSTATE %s); check the Secret holding the URL", target, pgErr.Code)
+	case errors.As(err, &pgErr) && pgErr.Code == "3D000":
+		return report.Errorf(report.Connection, "the database named in the URL does not exist on the server at %s", target)
+	case errors.As(err, &pgErr):
+		return report.Errorf(report.Connection, "the database server at %s refused the connection (SQLSTATE %s)", target, pgErr.Code)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return report.Errorf(report.Connection, "cannot connect to %s: connection refused; is the database running and reachable from here?", target)
+	case errors.As(err, &dnsErr):
+		return report.Errorf(report.Connection, "cannot connect to %s: the host name does not resolve", target)
+	case errors.Is(err, context.DeadlineExceeded) || isTimeout(err):
+		return report.Errorf(report.Connection, "cannot connect to %s: timed out; check the address and any network policy in between", target)
+	default:
+		return report.Errorf(report.Connection, "cannot connect to %s", target)
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// LockTx takes the writers' advisory lock for the life of tx, waiting at most
+// timeout. lock_timeout stays set for the rest of tx, so no statement of the
+// transaction waits on any lock longer than that either.
+func LockTx(ctx context.Context, tx *sql.Tx, target string, timeout time.Duration) error {
+	if timeout <= 0 {
+		return report.Errorf(report.Usage, "--lock-timeout must be positive")
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", timeout.Milliseconds())); err != nil {
+		return StatementError(target, "set lock_timeout", err)
+	}
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", LockKey); err != nil {
+		if IsLockTimeout(err) {
+			return report.Errorf(report.LockTimeout, "another session holds the ptah writer lock on %s; not granted within %s, nothing was changed", target, timeout)
+		}
+		return StatementError(target, "take the ptah writer lock", err)
+	}
+	return nil
+}
+
+// IsLockTimeout reports whether err is PostgreSQL giving up on a lock wait.
+func IsLockTimeout(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// StatementError codes an error of an established session: a lost
+// connection is Connection, a lock wait is LockTimeout, anything else is
+// Execution with PostgreSQL's own message (which holds no credential).
+func StatementError(target, doing string, err error) *report.Error {
+	var pgErr *pgconn.PgError
+	switch {
+	case IsLockTimeout(err):
+		return report.Errorf(report.LockTimeout, "%s on %s: a lock was not granted within the lock timeout", doing, target)
+	case errors.As(err, &pgErr):
+		return report.Errorf(report.Execution, "%s on %s: %s (SQLSTATE %s)", doing, target, pgErr.Message, pgErr.Code)
+	default:
+		return report.Errorf(report.Connection, "%s on %s: the connection failed", doing, target)
+	}
+}

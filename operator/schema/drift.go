@@ -1,0 +1,56 @@
+package schema
+
+import (
+	"context"
+	"sort"
+
+	"ptah.run/operator/operator/database"
+)
+
+// Drift is what `ptah schema drift` reports: how the managed schema differs
+// from the desired one. A category names what the database has compared
+// with the desired state ("column_missing": the desired column is absent);
+// a severity is that of the change that would correct it.
+type Drift struct {
+	Drift              bool           `json:"drift"`
+	Changes            int            `json:"changes"`
+	Categories         map[string]int `json:"categories"`
+	HighestSeverity    Severity       `json:"highestSeverity,omitempty"`
+	BaseFingerprint    string         `json:"baseFingerprint"`
+	DesiredFingerprint string         `json:"desiredFingerprint"`
+	// Objects is filled only when asked for, since object names can be
+	// more than a caller wants to publish.
+	Objects []DriftObject `json:"objects,omitempty"`
+}
+
+// DriftObject is one differing object.
+type DriftObject struct {
+	Category string   `json:"category"`
+	Object   string   `json:"object"`
+	Severity Severity `json:"severity"`
+	Reason   string   `json:"reason"`
+}
+
+// ComputeDrift compares the managed schema of db with files.
+func ComputeDrift(ctx context.Context, db *database.DB, files []File, exclude []string, withObjects bool) (*Drift, error) {
+	cmp, err := compare(ctx, db, files, exclude)
+	if err != nil {
+		return nil, err
+	}
+	d := &Drift{Categories: map[string]int{}, BaseFingerprint: cmp.live.fingerprint, DesiredFingerprint: cmp.desired.fingerprint}
+	for _, c := range cmp.changes {
+		for _, v := range classify(c) {
+			d.Changes++
+			d.Categories[v.category]++
+			if d.HighestSeverity != Destructive {
+				d.HighestSeverity = v.severity
+			}
+			if withObjects {
+				d.Objects = append(d.Objects, DriftObject{Category: v.category, Object: v.object, Severity: v.severity, Reason: v.reason})
+			}
+		}
+	}
+	sort.SliceStable(d.Objects, func(i, j int) bool { return d.Objects[i].Object < d.Objects[j].Object })
+	d.Drift = d.Changes > 0
+	return d, nil
+}

@@ -1,0 +1,253 @@
+package schema
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"ariga.io/atlas/sql/migrate"
+	"ariga.io/atlas/sql/postgres"
+	sqlschema "ariga.io/atlas/sql/schema"
+
+	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/report"
+)
+
+// PlanAPIVersion names the shape of a plan document.
+const PlanAPIVersion = "ptah.run/plan/v1"
+
+// Plan is the plan document `ptah schema plan` writes and `ptah schema
+// apply` executes. It holds no time or host, so planning twice against the
+// same state gives the same bytes.
+type Plan struct {
+	APIVersion string `json:"apiVersion"`
+	// Schema is the managed schema the statements change.
+	Schema string `json:"schema"`
+	// Exclude is the atlas glob patterns left out of both sides; apply
+	// inspects with the same ones to check BaseFingerprint.
+	Exclude []string `json:"exclude"`
+	// BaseFingerprint is the database state the plan was computed from.
+	BaseFingerprint string `json:"baseFingerprint"`
+	// DesiredFingerprint is the state the desired SQL describes, computed
+	// the same way; once applied, the database has this fingerprint.
+	DesiredFingerprint string      `json:"desiredFingerprint"`
+	Destructive        bool        `json:"destructive"`
+	Statements         []Statement `json:"statements"`
+	// Digest is "sha256:" and the hex SHA-256 of this document's JSON with
+	// Digest empty.
+	Digest string `json:"digest"`
+}
+
+// Statement is one SQL statement of a plan.
+type Statement struct {
+	SQL      string   `json:"sql"`
+	Severity Severity `json:"severity"`
+	Reason   string   `json:"reason"`
+}
+
+// Options says what to compare.
+type Options struct {
+	// Exclude holds atlas glob patterns ("t", "t.c", "*.c") of objects
+	// neither inspected nor changed.
+	Exclude []string
+	// Protected holds table names or path.Match patterns a plan may not touch.
+	Protected []string
+}
+
+// comparison is a diff between the live and the desired state.
+type comparison struct {
+	live, desired *state
+	changes       []sqlschema.Change
+	plan          *migrate.Plan
+}
+
+// compare loads the desired SQL into a scratch schema, inspects it and the
+// managed schema the same way and diffs them. Nothing it does is committed.
+func compare(ctx context.Context, db *database.DB, files []File, exclude []string) (*comparison, error) {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return nil, database.StatementError(db.Target, "begin", err)
+	}
+	defer tx.Rollback()
+	scratch, err := loadScratch(ctx, tx, files)
+	if err != nil {
+		return nil, err
+	}
+	desired, err := inspect(ctx, tx, scratch, exclude)
+	if err != nil {
+		return nil, err
+	}
+	live, err := inspect(ctx, tx, Managed, exclude)
+	if err != nil {
+		return nil, err
+	}
+	return diff(ctx, tx, live, desired)
+}
+
+func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*comparison, error) {
+	drv, err := postgres.Open(q)
+	if err != nil {
+		return nil, fmt.Errorf("open the atlas driver: %w", err)
+	}
+	changes, err := drv.SchemaDiff(live.schema, desired.schema)
+	if err != nil {
+		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
+	}
+	changes = splitTableChanges(changes)
+	plan, err := drv.PlanChanges(ctx, "ptah", changes)
+	if err != nil {
+		return nil, fmt.Errorf("plan the changes to %s: %w", Managed, err)
+	}
+	return &comparison{live: live, desired: desired, changes: changes, plan: plan}, nil
+}
+
+// splitTableChanges gives each part of a table modification its own change,
+// so each becomes its own statement with its own severity.
+func splitTableChanges(changes []sqlschema.Change) []sqlschema.Change {
+	var out []sqlschema.Change
+	for _, c := range changes {
+		m, ok := c.(*sqlschema.ModifyTable)
+		if !ok || len(m.Changes) < 2 {
+			out = append(out, c)
+			continue
+		}
+		for _, sub := range m.Changes {
+			out = append(out, &sqlschema.ModifyTable{T: m.T, Changes: []sqlschema.Change{sub}})
+		}
+	}
+	return out
+}
+
+// ComputePlan plans the statements that take the managed schema of db to the
+// state files describe. A plan touching a protected table is refused with
+// report.ProtectedTable.
+func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Options) (*Plan, error) {
+	cmp, err := compare(ctx, db, files, opts.Exclude)
+	if err != nil {
+		return nil, err
+	}
+	if touched := touchedProtected(cmp.changes, opts.Protected); len(touched) > 0 {
+		return nil, report.Errorf(report.ProtectedTable, "the plan would change protected table(s) %s; no plan was written", strings.Join(touched, ", "))
+	}
+	p := &Plan{
+		APIVersion:         PlanAPIVersion,
+		Schema:             Managed,
+		Exclude:            slices.Clone(opts.Exclude),
+		BaseFingerprint:    cmp.live.fingerprint,
+		DesiredFingerprint: cmp.desired.fingerprint,
+		Statements:         []Statement{},
+	}
+	if p.Exclude == nil {
+		p.Exclude = []string{}
+	}
+	for _, c := range cmp.plan.Changes {
+		sev, reason := judge(c.Source)
+		for _, cmd := range statementsOf(c) {
+			p.Statements = append(p.Statements, Statement{SQL: cmd, Severity: sev, Reason: reason})
+		}
+		p.Destructive = p.Destructive || sev == Destructive
+	}
+	p.Digest, err = p.ComputeDigest()
+	return p, err
+}
+
+func statementsOf(c *migrate.Change) []string {
+	if len(c.Cmd) == 0 {
+		return nil
+	}
+	return []string{c.Cmd}
+}
+
+// judge gives the severity of a planned change and its reasons, joined.
+func judge(c sqlschema.Change) (Severity, string) {
+	sev := Safe
+	var reasons []string
+	for _, v := range classify(c) {
+		if v.severity == Destructive {
+			sev = Destructive
+		}
+		reasons = append(reasons, v.reason)
+	}
+	return sev, strings.Join(reasons, "; ")
+}
+
+// touchedProtected lists the protected tables changes would create, drop or modify.
+func touchedProtected(changes []sqlschema.Change, protected []string) []string {
+	if len(protected) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, c := range changes {
+		var name string
+		switch c := c.(type) {
+		case *sqlschema.AddTable:
+			name = c.T.Name
+		case *sqlschema.DropTable:
+			name = c.T.Name
+		case *sqlschema.ModifyTable:
+			name = c.T.Name
+		case *sqlschema.RenameTable:
+			name = c.From.Name
+		default:
+			continue
+		}
+		for _, pat := range protected {
+			if ok, _ := path.Match(pat, name); ok || pat == name {
+				seen[name] = true
+			}
+		}
+	}
+	names := make([]string, 0, len(seen))
+	for n := range seen {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ComputeDigest returns the digest p's Digest field should hold.
+func (p *Plan) ComputeDigest() (string, error) {
+	c := *p
+	c.Digest = ""
+	b, err := json.Marshal(c)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// Marshal renders p as indented JSON ending in a newline, the plan file's bytes.
+func (p *Plan) Marshal() ([]byte, error) {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
+// ReadPlan decodes a plan file and checks its digest.
+func ReadPlan(name string, b []byte) (*Plan, error) {
+	var p Plan
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, report.Errorf(report.Parse, "plan %s is not a plan document: %v", name, err)
+	}
+	if p.APIVersion != PlanAPIVersion {
+		return nil, report.Errorf(report.Parse, "plan %s has apiVersion %q; this ptah reads %q", name, p.APIVersion, PlanAPIVersion)
+	}
+	want, err := p.ComputeDigest()
+	if err != nil {
+		return nil, err
+	}
+	if p.Digest != want {
+		return nil, report.Errorf(report.PlanInvalid, "plan %s does not match its digest (says %s, content is %s): it was edited after planning; plan again", name, p.Digest, want)
+	}
+	return &p, nil
+}
