@@ -30,7 +30,9 @@ const (
 	// EnvPolicy is the verification policy document (from the immutable
 	// ConfigMap named by spec.desired.verificationPolicyFrom, key "policy.json").
 	EnvPolicy = "PTAH_VERIFICATION_POLICY"
-	// EnvPlan is the plan document to apply (Apply only), as JSON.
+	// EnvPlan is the plan document to apply (Apply only), as JSON: the
+	// PtahSchemaPlan's spec (fingerprint, baseFingerprint, desiredFingerprint,
+	// digest, destructive, statements).
 	EnvPlan = "PTAH_PLAN"
 )
 
@@ -118,4 +120,20 @@ const (
 	ErrChildExit        = "child_exit"
 	ErrCredential       = "credential"
 	ErrOperation        = "operation"
+)
+
+// Labels the runner puts on the PtahResultRecord, so the manager can find a
+// schema's records and an operation's record without reading them all.
+const (
+	LabelSchema    = "operator.ptah.run/schema"
+	LabelOperation = "operator.ptah.run/operation"
+)
+
+// How the runner's process exits. The record, never the Job's condition,
+// says how the operation went: a Job that completed delivered its record
+// (whatever the operation's outcome); a Job that failed delivered none, and
+// the manager need not wait for one.
+const (
+	ExitDelivered   = 0
+	ExitUndelivered = 1
 )
