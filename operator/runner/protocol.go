@@ -30,9 +30,8 @@ const (
 	// EnvPolicy is the verification policy document (from the immutable
 	// ConfigMap named by spec.desired.verificationPolicyFrom, key "policy.json").
 	EnvPolicy = "PTAH_VERIFICATION_POLICY"
-	// EnvPlan is the plan document to apply (Apply only), as JSON: the
-	// PtahSchemaPlan's spec (fingerprint, baseFingerprint, desiredFingerprint,
-	// digest, destructive, statements).
+	// EnvPlan is the plan document to apply (Apply only): ptah's plan JSON,
+	// rebuilt from the PtahSchemaPlan by PlanDocument.
 	EnvPlan = "PTAH_PLAN"
 )
 
