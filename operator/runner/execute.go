@@ -1,0 +1,289 @@
+package runner
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/report"
+	"ptah.run/operator/operator/schema"
+)
+
+// Files the runner writes in its work directory.
+const (
+	desiredFile = "desired.sql"
+	planFile    = "plan.json"
+	policyFile  = "policy.json"
+)
+
+// document is ptah's --json report with its result kept raw until the
+// operation says how to read it.
+type document struct {
+	APIVersion string          `json:"apiVersion"`
+	Command    string          `json:"command"`
+	ExitCode   int             `json:"exitCode"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *report.Error   `json:"error,omitempty"`
+}
+
+// commands are the ptah invocations of op, in order; each runs only if the
+// one before it succeeded.
+func commands(op *Operation) [][]string {
+	oci := func(args ...string) []string {
+		if op.PlainHTTP {
+			args = append(args, "--plain-http")
+		}
+		return append(args, "--json")
+	}
+	db := func(args ...string) []string {
+		if op.ConnectTimeout != "" {
+			args = append(args, "--connect-timeout", op.ConnectTimeout)
+		}
+		for _, e := range op.Exclude {
+			args = append(args, "--exclude", e)
+		}
+		return args
+	}
+	pull := oci("schema", "pull", op.OCIRef, "--out", desiredFile)
+	switch op.Type {
+	case OpResolve:
+		return [][]string{oci("oci", "resolve", op.OCIRef)}
+	case OpVerify:
+		return [][]string{oci("oci", "verify", op.OCIRef, "--policy", policyFile)}
+	case OpObserve:
+		return [][]string{pull, append(db("schema", "drift", "--schema-file", desiredFile), "--json")}
+	case OpPlan, OpProof:
+		plan := db("schema", "plan", "--schema-file", desiredFile, "--output", planFile)
+		for _, t := range op.ProtectedTables {
+			plan = append(plan, "--protected-table", t)
+		}
+		return [][]string{pull, append(plan, "--json")}
+	case OpApply:
+		apply := []string{"schema", "apply", "--plan", planFile, "--auto-approve"}
+		if op.AllowDestructive {
+			apply = append(apply, "--allow-destructive")
+		}
+		if op.LockTimeout != "" {
+			apply = append(apply, "--lock-timeout", op.LockTimeout)
+		}
+		if op.ConnectTimeout != "" {
+			apply = append(apply, "--connect-timeout", op.ConnectTimeout)
+		}
+		return [][]string{append(apply, "--json")}
+	}
+	return nil
+}
+
+// execute runs op's ptah commands in a fresh work directory and fills out.
+func execute(ctx context.Context, cfg Config, env map[string]string, op *Operation, out *Outcome) {
+	fail := func(format string, args ...any) {
+		out.Error = &Error{Code: ErrOperation, Message: fmt.Sprintf(format, args...)}
+	}
+	ptah := cfg.Ptah
+	if ptah == "" {
+		p, err := exec.LookPath("ptah")
+		if err != nil {
+			fail("ptah is not on PATH: %v", err)
+			return
+		}
+		ptah = p
+	}
+	dir, err := os.MkdirTemp(cfg.WorkDir, "ptah-"+op.Type+"-")
+	if err != nil {
+		fail("create a work directory: %v", err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	inputs := map[string]string{}
+	switch op.Type {
+	case OpVerify:
+		inputs[policyFile] = env[EnvPolicy]
+	case OpApply:
+		inputs[planFile] = env[EnvPlan]
+	}
+	for name, content := range inputs {
+		if content == "" {
+			fail("a %s operation needs its input %s, and the environment has none", op.Type, name)
+			return
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			fail("write %s: %v", name, err)
+			return
+		}
+	}
+
+	var doc *document
+	for _, args := range commands(op) {
+		fmt.Fprintf(cfg.Log, "runner: ptah %s %s\n", args[0], args[1])
+		cmd := exec.CommandContext(ctx, ptah, args...)
+		cmd.Dir, cmd.Env, cmd.Stderr = dir, cfg.Environ, cfg.Log
+		var stdout bytes.Buffer
+		cmd.Stdout = &stdout
+		code, err := exitCode(cmd.Run())
+		if err != nil {
+			fail("ptah could not run: %v", err)
+			return
+		}
+		out.ChildExitCode = code
+		doc = lastDocument(stdout.Bytes())
+		if doc != nil {
+			out.Report = bytes.TrimSpace(stdout.Bytes())
+			out.Report = out.Report[bytes.LastIndexByte(out.Report, '\n')+1:]
+		}
+		if code == report.ExitError {
+			out.Error = &Error{Code: ErrChildExit, Message: fmt.Sprintf("ptah exited with code %d", code)}
+			if doc != nil && doc.Error != nil {
+				out.ChildError = &Error{Code: string(doc.Error.Code), Message: doc.Error.Message}
+			}
+			break
+		}
+		if code != report.ExitOK && code != report.ExitNegative {
+			out.Error = &Error{Code: ErrChildExit, Message: fmt.Sprintf("ptah exited with code %d", code)}
+			break
+		}
+		if doc == nil {
+			fail("ptah %s %s exited %d without a --json report", args[0], args[1], code)
+			return
+		}
+	}
+	fields, err := readFields(op, out, doc, dir)
+	if err != nil {
+		fail("%v", err)
+		return
+	}
+	out.Fields = fields
+}
+
+// lastDocument is the last line of stdout that is a ptah report.
+func lastDocument(stdout []byte) *document {
+	var last *document
+	sc := bufio.NewScanner(bytes.NewReader(stdout))
+	sc.Buffer(make([]byte, 64*1024), 64*1024*1024)
+	for sc.Scan() {
+		var d document
+		if json.Unmarshal(sc.Bytes(), &d) == nil && d.APIVersion == report.APIVersion {
+			last = &d
+		}
+	}
+	return last
+}
+
+// readFields turns the last report (and, for a plan, the plan file) into the
+// record's result fields.
+func readFields(op *Operation, out *Outcome, doc *document, dir string) (*v1alpha1.OperationResult, error) {
+	if doc == nil {
+		return nil, nil
+	}
+	ok := out.Error == nil
+	r := &v1alpha1.OperationResult{}
+	switch op.Type {
+	case OpResolve:
+		if !ok {
+			return nil, nil
+		}
+		var res struct {
+			Digest string `json:"digest"`
+		}
+		if err := json.Unmarshal(doc.Result, &res); err != nil || res.Digest == "" {
+			return nil, fmt.Errorf("ptah oci resolve reported no digest (%s)", doc.Result)
+		}
+		r.ResolvedDigest = res.Digest
+	case OpVerify:
+		// A refusal by the policy is a verdict; any other failure is none.
+		switch {
+		case ok:
+			r.Verified = ptr(true)
+		case out.ChildError != nil && out.ChildError.Code == string(report.PolicyRefused):
+			r.Verified = ptr(false)
+		default:
+			return nil, nil
+		}
+	case OpObserve:
+		if !ok {
+			return nil, nil
+		}
+		var d schema.Drift
+		if err := json.Unmarshal(doc.Result, &d); err != nil {
+			return nil, fmt.Errorf("ptah schema drift reported no drift verdict: %v", err)
+		}
+		r.DriftDetected = ptr(d.Drift)
+	case OpPlan, OpProof:
+		if !ok {
+			return nil, nil
+		}
+		b, err := os.ReadFile(filepath.Join(dir, planFile))
+		if err != nil {
+			return nil, fmt.Errorf("ptah schema plan exited 0 but wrote no plan: %v", err)
+		}
+		p, err := schema.ReadPlan(planFile, b)
+		if err != nil {
+			return nil, err
+		}
+		r.Plan = PlanResultOf(p)
+		r.DriftDetected = ptr(len(p.Statements) > 0)
+	case OpApply:
+		if !ok {
+			return nil, nil
+		}
+		var a schema.Applied
+		if err := json.Unmarshal(doc.Result, &a); err != nil || !a.Applied {
+			return nil, fmt.Errorf("ptah schema apply exited 0 but did not report the plan applied (%s)", doc.Result)
+		}
+		r.AppliedPlanFingerprint = a.PlanDigest
+	}
+	return r, nil
+}
+
+// PlanResultOf is the record's copy of a ptah plan document. The plan's
+// content digest is its fingerprint: it identifies the statements and the
+// states they lead from and to.
+func PlanResultOf(p *schema.Plan) *v1alpha1.PlanResult {
+	r := &v1alpha1.PlanResult{
+		Fingerprint:        p.Digest,
+		BaseFingerprint:    p.BaseFingerprint,
+		DesiredFingerprint: p.DesiredFingerprint,
+		Digest:             p.Digest,
+		Destructive:        p.Destructive,
+		Statements:         []v1alpha1.Statement{},
+	}
+	for _, s := range p.Statements {
+		r.Statements = append(r.Statements, v1alpha1.Statement{SQL: s.SQL, Severity: v1alpha1.Severity(s.Severity), Reason: s.Reason})
+	}
+	return r
+}
+
+// PlanDocument rebuilds the ptah plan document a PlanResult was copied
+// from, for EnvPlan of an Apply: the manager stores the statements and the
+// runner hands ptah the exact bytes whose digest the plan carries. exclude
+// must be the operation's Exclude the plan was computed with.
+func PlanDocument(r *v1alpha1.PlanResult, exclude []string) ([]byte, error) {
+	p := &schema.Plan{
+		APIVersion:         schema.PlanAPIVersion,
+		Schema:             schema.Managed,
+		Exclude:            append([]string{}, exclude...),
+		BaseFingerprint:    r.BaseFingerprint,
+		DesiredFingerprint: r.DesiredFingerprint,
+		Destructive:        r.Destructive,
+		Statements:         []schema.Statement{},
+		Digest:             r.Digest,
+	}
+	for _, s := range r.Statements {
+		p.Statements = append(p.Statements, schema.Statement{SQL: s.SQL, Severity: schema.Severity(s.Severity), Reason: s.Reason})
+	}
+	want, err := p.ComputeDigest()
+	if err != nil {
+		return nil, err
+	}
+	if want != r.Digest {
+		return nil, fmt.Errorf("plan %s: its statements and fingerprints digest to %s; it was changed after planning and cannot be applied", r.Digest, want)
+	}
+	return p.Marshal()
+}
+
+func ptr[T any](v T) *T { return &v }

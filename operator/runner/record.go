@@ -1,0 +1,40 @@
+package runner
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// record is the PtahResultRecord of an outcome. Its name, labels and echo of
+// the operation's id and digest let the manager match it to its claim.
+func record(op *Operation, out *Outcome) *v1alpha1.PtahResultRecord {
+	rec := &v1alpha1.PtahResultRecord{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: op.RecordName, Namespace: op.Namespace,
+			Labels: map[string]string{LabelSchema: op.Schema, LabelOperation: op.ID},
+		},
+		Spec: v1alpha1.PtahResultRecordSpec{
+			Subject:        v1alpha1.ResultSubject{Kind: v1alpha1.KindPtahSchema, Name: op.Schema},
+			OperationID:    op.ID,
+			Digest:         op.Digest,
+			RunnerProtocol: ProtocolVersion,
+			Result:         out.Fields,
+		},
+	}
+	if out.ChildExitCode >= 0 {
+		rec.Spec.ChildExitCode = ptr(int32(out.ChildExitCode))
+	}
+	if out.Error != nil {
+		rec.Spec.Error = &v1alpha1.OperationError{Code: out.Error.Code, Message: out.Error.Message}
+	}
+	if out.ChildError != nil {
+		rec.Spec.ChildError = &v1alpha1.OperationError{Code: out.ChildError.Code, Message: out.ChildError.Message}
+	}
+	if rec.Spec.Result == nil && rec.Spec.Error == nil {
+		// An admitted record carries a result or an error; an operation that
+		// ended without either still says what it ran.
+		rec.Spec.Result = &v1alpha1.OperationResult{}
+	}
+	return rec
+}
