@@ -370,5 +370,3 @@ func exec(t *testing.T, db *database.DB, q string) {
 		t.Fatalf("%s: %v", q, err)
 	}
 }
-
-
