@@ -114,13 +114,17 @@ func TestDefinitionDigestIgnoresNarration(t *testing.T) {
 		t.Errorf("narration changed the definition digest")
 	}
 	for name, change := range map[string]func(*scenario.Scenario){
-		"run":    func(s *scenario.Scenario) { s.Steps[0].Run = "echo ho" },
-		"exit":   func(s *scenario.Scenario) { s.Steps[0].Expect = &scenario.Expect{Exit: ptr(1)} },
-		"show":   func(s *scenario.Scenario) { s.Steps[0].Show = []string{"stderr"} },
-		"retry":  func(s *scenario.Scenario) { s.Steps[0].Retry = "1m" },
-		"reset":  func(s *scenario.Scenario) { s.Reset = []string{"true"} },
-		"await":  func(s *scenario.Scenario) { s.Steps[0].Await = &scenario.Observation{Kind: "k", Name: "n", Absent: true} },
-		"expect": func(s *scenario.Scenario) { s.Steps[0].Expect = &scenario.Expect{Exit: ptr(0), StdoutContains: []string{"hi"}} },
+		"run":   func(s *scenario.Scenario) { s.Steps[0].Run = "echo ho" },
+		"exit":  func(s *scenario.Scenario) { s.Steps[0].Expect = &scenario.Expect{Exit: ptr(1)} },
+		"show":  func(s *scenario.Scenario) { s.Steps[0].Show = []string{"stderr"} },
+		"retry": func(s *scenario.Scenario) { s.Steps[0].Retry = "1m" },
+		"reset": func(s *scenario.Scenario) { s.Reset = []string{"true"} },
+		"await": func(s *scenario.Scenario) {
+			s.Steps[0].Await = &scenario.Observation{Kind: "k", Name: "n", Absent: true}
+		},
+		"expect": func(s *scenario.Scenario) {
+			s.Steps[0].Expect = &scenario.Expect{Exit: ptr(0), StdoutContains: []string{"hi"}}
+		},
 	} {
 		c := base
 		c.Steps = append([]scenario.Step(nil), base.Steps...)
@@ -150,10 +154,14 @@ func TestLinesSplitStreamsAndNormalize(t *testing.T) {
 func TestCredentialRefusedWhereverItIsPublished(t *testing.T) {
 	secrets := []labenv.Secret{{Value: []byte("hunter2-db-pass"), From: "/lab/secrets:1"}}
 	cases := map[string]func(*Recording){
-		"output":          func(r *Recording) { r.Scenarios[0].Events[1].Output[0].Text = "url=postgres://u:hunter2-db-pass@db" },
-		"stderr":          func(r *Recording) { r.Scenarios[0].Events[1].Output = append(r.Scenarios[0].Events[1].Output, Line{1, "stderr", "hunter2-db-pass"}) },
-		"base64 output":   func(r *Recording) { r.Scenarios[0].Events[0].Output[0].Text = "password: aHVudGVyMi1kYi1wYXNz" },
-		"evidence field":  func(r *Recording) { r.Scenarios[0].Checks[0].Evidence.Field = &check.FieldEvidence{Path: "spec.x", Value: "hunter2-db-pass", Exists: true} },
+		"output": func(r *Recording) { r.Scenarios[0].Events[1].Output[0].Text = "url=postgres://u:hunter2-db-pass@db" },
+		"stderr": func(r *Recording) {
+			r.Scenarios[0].Events[1].Output = append(r.Scenarios[0].Events[1].Output, Line{1, "stderr", "hunter2-db-pass"})
+		},
+		"base64 output": func(r *Recording) { r.Scenarios[0].Events[0].Output[0].Text = "password: aHVudGVyMi1kYi1wYXNz" },
+		"evidence field": func(r *Recording) {
+			r.Scenarios[0].Checks[0].Evidence.Field = &check.FieldEvidence{Path: "spec.x", Value: "hunter2-db-pass", Exists: true}
+		},
 		"command as run":  func(r *Recording) { r.Scenarios[0].Events[0].Command = "echo hunter2-db-pass" },
 		"scenario title":  func(r *Recording) { r.Scenarios[0].Title = "hunter2-db-pass" },
 		"environment doc": func(r *Recording) { r.Environment[0].Meaning = "hunter2-db-pass" },
