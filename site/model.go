@@ -1,0 +1,154 @@
+package site
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Site is everything the pages show, built from one recording.
+type Site struct {
+	Lab         Lab
+	Environment []EnvName
+	Groups      []Group
+	Pages       []*Page
+}
+
+// Lab is what a recording ran against, as "What it ran against" lists it.
+type Lab struct {
+	Kubernetes Value
+	Operator   Value
+	Ptah       Value
+	Executor   Value
+	Recorded   Value
+	Scenarios  Value
+}
+
+// Value is a fact shown short, with the whole of it one hover away.
+type Value struct {
+	Short string
+	Full  string
+}
+
+// EnvName is a published environment name with the sentence a reader sees.
+type EnvName struct {
+	Name    string
+	Meaning string
+}
+
+// Group is one heading of the catalog: the scenarios whose first tag it is.
+type Group struct {
+	Tag   string
+	Pages []*Page
+}
+
+// Page is one scenario's replay page.
+type Page struct {
+	ID      string
+	Title   string
+	Tagline string
+	Learn   string
+	Tags    []string
+	// File is where the scenario lives in the repository.
+	File   string
+	Steps  []Step
+	Checks []Check
+}
+
+// Step is one published command: the note above it, the command as written,
+// the phase the player shows, and what the terminal showed.
+type Step struct {
+	Number  int
+	Note    string
+	Command string
+	Sync    string
+	Lines   []Line
+}
+
+// Check is one row of "What was checked".
+type Check struct {
+	Step  int
+	Claim string
+	Held  bool
+}
+
+// Href is the page's file name in the built site.
+func (p *Page) Href() string { return p.ID + ".html" }
+
+// CastHref is where the page's asciicast is served.
+func (p *Page) CastHref() string { return "casts/" + p.ID + ".cast" }
+
+// FirstCommand is the first line of the first step's command, for the catalog.
+func (p *Page) FirstCommand() string {
+	if len(p.Steps) == 0 {
+		return ""
+	}
+	first, _, _ := strings.Cut(p.Steps[0].Command, "\n")
+	return strings.TrimSuffix(strings.TrimSpace(first), `\`)
+}
+
+// Held counts the checks that held.
+func (p *Page) Held() int {
+	n := 0
+	for _, c := range p.Checks {
+		if c.Held {
+			n++
+		}
+	}
+	return n
+}
+
+// TranscriptLines is the session as a reader's terminal shows it, line by
+// line: "# note", "$ command" (continuation lines as written), then output.
+// The browser test compares the player's terminal with these lines.
+func (p *Page) TranscriptLines() []string {
+	var out []string
+	for _, s := range p.Steps {
+		out = append(out, "# "+s.Note)
+		for i, l := range strings.Split(s.Command, "\n") {
+			if i == 0 {
+				l = "$ " + l
+			}
+			out = append(out, l)
+		}
+		for _, l := range s.Lines {
+			out = append(out, l.Text)
+		}
+	}
+	return out
+}
+
+// Group pages by their first tag: groups in the order their first scenario
+// appears in the recording, scenarios in recording order within a group.
+func groupByFirstTag(pages []*Page) ([]Group, error) {
+	var groups []Group
+	index := map[string]int{}
+	for _, p := range pages {
+		if len(p.Tags) == 0 {
+			return nil, fmt.Errorf("scenario %s has no tags: the catalog groups by the first tag; record it again with tags set", p.ID)
+		}
+		tag := p.Tags[0]
+		i, ok := index[tag]
+		if !ok {
+			i = len(groups)
+			index[tag] = i
+			groups = append(groups, Group{Tag: tag})
+		}
+		groups[i].Pages = append(groups[i].Pages, p)
+	}
+	return groups, nil
+}
+
+// short keeps the first 12 hex digits of a commit or digest, as the seed's
+// "What it ran against" shows them; the algorithm prefix stays.
+func short(s string) Value {
+	prefix, hex, found := strings.Cut(s, ":")
+	if !found {
+		prefix, hex = "", s
+	} else {
+		prefix += ":"
+	}
+	if len(hex) > 12 {
+		hex = hex[:12]
+	}
+	return Value{Short: prefix + hex, Full: s}
+}
