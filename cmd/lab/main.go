@@ -1,54 +1,137 @@
-// Command lab runs the local demonstration lab. Today it has one verb,
-// envtest, which builds the API server and etcd the integration tests run.
+// Command lab runs the local demonstration lab (see package demo/lab) and
+// builds the integration tests' API server. main only parses the verb and
+// its arguments and calls the lab.
 package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	"ptah.run/operator/demo/kubebuild"
+	"ptah.run/operator/demo/lab"
 )
 
-const kubernetesVersion = "v1.37.2"
+const usage = `usage: lab VERB [ARGS]
+
+  up                    bring the lab up (idempotent): kind cluster, registry, PostgreSQL, operator, demo namespace
+  down [-images]        remove what the lab created; -images also removes the images it built
+  prepare               prepare the host: Debian packages, dockerd, the OCI runtime wrapper where needed
+  reset                 delete every Ptah object and Job in the demo namespace and drop the demo tables
+  publish REV           push demo/schemas/REV.sql to the lab registry under a fresh tag; prints the digest
+  manifest NAME DIGEST  render demo/manifests/NAME.yaml (APPLY required; ALLOW_DESTRUCTIVE, INTERVAL, SUSPEND)
+  credentials           print export PTAH_OCI_REGISTRY=... PTAH_OCI_USERNAME=... PTAH_OCI_PASSWORD=...
+  psql SQL              run SQL as the application role through the demo-psql Deployment
+  versions              print the lab's versions and where its images came from
+  envtest [-dir DIR]    build kube-apiserver and etcd ` + lab.KubernetesVersion + ` for the integration tests
+`
+
+// arity is how many arguments each verb takes.
+var arity = map[string]int{"up": 0, "prepare": 0, "reset": 0, "credentials": 0, "versions": 0, "publish": 1, "manifest": 2, "psql": 1}
 
 func main() {
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: lab envtest [-dir DIR]\n\n  envtest  build kube-apiserver and etcd %s from the Go module proxy for the integration tests\n", kubernetesVersion)
-	}
-	flag.Parse()
-	if flag.NArg() < 1 {
-		flag.Usage()
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		fmt.Fprint(os.Stderr, usage)
 		os.Exit(2)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	verb, args := os.Args[1], os.Args[2:]
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var err error
-	switch flag.Arg(0) {
-	case "envtest":
-		err = envtest(ctx, flag.Args()[1:])
-	default:
-		fmt.Fprintf(os.Stderr, "lab: unknown verb %q\n", flag.Arg(0))
-		flag.Usage()
-		os.Exit(2)
-	}
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "lab %s: %v\n", flag.Arg(0), err)
+	if err := dispatch(ctx, verb, args); err != nil {
+		fmt.Fprintf(os.Stderr, "lab %s: %s\n", verb, oneLine(err))
 		os.Exit(1)
+	}
+}
+
+func dispatch(ctx context.Context, verb string, args []string) error {
+	if verb == "envtest" {
+		return envtest(ctx, args)
+	}
+	var removeImages bool
+	if verb == "down" {
+		fs := flag.NewFlagSet("down", flag.ExitOnError)
+		fs.BoolVar(&removeImages, "images", false, "also remove the images the lab built")
+		fs.Parse(args)
+		args = fs.Args()
+	} else if n, ok := arity[verb]; !ok {
+		return fmt.Errorf("unknown verb %q: run lab help", verb)
+	} else if len(args) != n {
+		return fmt.Errorf("takes %d argument(s), got %d: run lab help", n, len(args))
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	l := lab.New(root, os.Stdout, os.Stderr)
+	switch verb {
+	case "up":
+		return l.Up(ctx)
+	case "down":
+		return l.Down(ctx, removeImages)
+	case "prepare":
+		return l.Prepare(ctx)
+	case "reset":
+		return l.Reset(ctx)
+	case "publish":
+		return l.Publish(ctx, args[0])
+	case "manifest":
+		out, err := l.Manifest(args[0], args[1], os.LookupEnv)
+		if err != nil {
+			return err
+		}
+		fmt.Print(out)
+		return nil
+	case "credentials":
+		return l.Credentials()
+	case "psql":
+		return l.Psql(ctx, args[0])
+	case "versions":
+		return l.Versions(ctx)
+	}
+	return nil
+}
+
+// oneLine keeps the first line of an error and a short tail: each verb fails
+// with a one-line reason naming what to do.
+func oneLine(err error) string {
+	if errors.Is(err, lab.ErrNoLab) {
+		return lab.ErrNoLab.Error()
+	}
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// repoRoot is the directory holding go.mod, from the working directory up.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			if _, err := os.Stat(filepath.Join(d, "demo")); err == nil {
+				return d, nil
+			}
+		}
+		if d == filepath.Dir(d) {
+			return "", fmt.Errorf("not inside the repository (no go.mod with demo/ above %s): run lab from the checkout", dir)
+		}
 	}
 }
 
 func envtest(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("envtest", flag.ExitOnError)
-	dir := fs.String("dir", kubebuild.DefaultCacheDir(kubernetesVersion), "where the binaries go")
+	dir := fs.String("dir", kubebuild.DefaultCacheDir(lab.KubernetesVersion), "where the binaries go")
 	fs.Parse(args)
 	start := time.Now()
 	b := &kubebuild.Builder{
-		KubernetesVersion: kubernetesVersion,
+		KubernetesVersion: lab.KubernetesVersion,
 		WorkDir:           filepath.Join(filepath.Dir(*dir), "build"),
 		Log:               os.Stderr,
 	}
@@ -58,6 +141,6 @@ func envtest(ctx context.Context, args []string) error {
 	if err := b.Etcd(ctx, *dir); err != nil {
 		return err
 	}
-	fmt.Printf("envtest binaries for %s in %s (%s)\n", kubernetesVersion, *dir, time.Since(start).Round(time.Second))
+	fmt.Printf("envtest binaries for %s in %s (%s)\n", lab.KubernetesVersion, *dir, time.Since(start).Round(time.Second))
 	return nil
 }

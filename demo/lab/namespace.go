@@ -1,0 +1,191 @@
+package lab
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+)
+
+const (
+	policyConfigMap = "demo-verification-policy"
+	databaseSecret  = "demo-database"
+	registrySecret  = "demo-registry"
+	psqlDeployment  = "demo-psql"
+	managedBy       = "lab.ptah.run"
+)
+
+// namespaceObjects are what the demo namespace holds: Services and
+// EndpointSlices to the registry and database containers, the Secrets, the
+// verification policy and the psql client.
+func (l *Lab) namespaceObjects(s *state, registryIP, postgresIP string) ([]any, error) {
+	labels := map[string]string{"app.kubernetes.io/managed-by": managedBy}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels}
+	}
+	external := func(name, ip string, port int32) []any {
+		svc := &corev1.Service{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+			ObjectMeta: meta(name),
+			Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: name, Port: port, Protocol: corev1.ProtocolTCP}}},
+		}
+		slice := &discoveryv1.EndpointSlice{
+			TypeMeta:    metav1.TypeMeta{APIVersion: "discovery.k8s.io/v1", Kind: "EndpointSlice"},
+			ObjectMeta:  meta(name + "-lab"),
+			AddressType: discoveryv1.AddressTypeIPv4,
+			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{ip}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+			Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(name), Port: ptr.To(port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		}
+		slice.Labels = map[string]string{"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": managedBy}
+		return []any{svc, slice}
+	}
+	dockerConfig, _ := json.Marshal(map[string]any{"auths": map[string]any{registryInCluster(): map[string]string{
+		"username": registryUser, "password": s.creds.Registry,
+		"auth": base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + s.creds.Registry)),
+	}}})
+	policy, err := l.policyData()
+	if err != nil {
+		return nil, err
+	}
+	objs := []any{&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels}}}
+	objs = append(objs, external(registryService, registryIP, 5000)...)
+	objs = append(objs, external(postgresService, postgresIP, 5432)...)
+	objs = append(objs,
+		&corev1.Secret{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(databaseSecret), Type: corev1.SecretTypeOpaque,
+			StringData: map[string]string{"url": databaseURL(s.creds.App)},
+		},
+		&corev1.Secret{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(registrySecret), Type: corev1.SecretTypeDockerConfigJson,
+			StringData: map[string]string{
+				corev1.DockerConfigJsonKey: string(dockerConfig),
+				"registry":                 registryInCluster(), "username": registryUser, "password": s.creds.Registry,
+			},
+		},
+		&corev1.ConfigMap{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(policyConfigMap),
+			Immutable: ptr.To(true), Data: policy,
+		},
+		l.psqlDeployment(meta(psqlDeployment), s.postgresIm.Ref),
+	)
+	return objs, nil
+}
+
+func databaseURL(password string) string {
+	return fmt.Sprintf("postgres://%s:%s@%s.%s.svc:5432/%s?sslmode=disable", appRole, password, postgresService, Namespace, databaseName)
+}
+
+// policyData is demo/policy/*, one key per file, with ${REGISTRY_IN_CLUSTER} filled in.
+func (l *Lab) policyData() (map[string]string, error) {
+	files, _ := filepath.Glob(filepath.Join(l.Root, "demo", "policy", "*"))
+	sort.Strings(files)
+	data := map[string]string{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		data[filepath.Base(f)] = strings.ReplaceAll(string(raw), "${REGISTRY_IN_CLUSTER}", registryInCluster())
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("no verification policy in %s", filepath.Join(l.Root, "demo", "policy"))
+	}
+	return data, nil
+}
+
+// psqlDeployment is a psql client that reads its connection from the Secret.
+func (l *Lab) psqlDeployment(meta metav1.ObjectMeta, image string) *appsv1.Deployment {
+	sel := map[string]string{"app.kubernetes.io/name": psqlDeployment}
+	podLabels := map[string]string{"app.kubernetes.io/name": psqlDeployment, "app.kubernetes.io/managed-by": managedBy}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(1)),
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: podLabels},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken:  ptr.To(false),
+					TerminationGracePeriodSeconds: ptr.To(int64(1)),
+					SecurityContext:               &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(int64(65532)), RunAsGroup: ptr.To(int64(65532))},
+					Containers: []corev1.Container{{
+						Name:            "psql",
+						Image:           image,
+						ImagePullPolicy: corev1.PullNever,
+						Command:         []string{"sleep", "infinity"},
+						Env: []corev1.EnvVar{{Name: "DATABASE_URL", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+							LocalObjectReference: corev1.LocalObjectReference{Name: databaseSecret}, Key: "url"}}}},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
+							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+					}},
+				},
+			},
+		},
+	}
+}
+
+func toYAML(objs []any) (string, error) {
+	var docs []string
+	for _, o := range objs {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			return "", err
+		}
+		docs = append(docs, string(b))
+	}
+	return strings.Join(docs, "---\n"), nil
+}
+
+func (l *Lab) upNamespace(ctx context.Context, s *state, _ *created) (string, error) {
+	registryIP, err := l.d.IP(ctx, s.registry, "kind")
+	if err != nil {
+		return "", err
+	}
+	postgresIP, err := l.d.IP(ctx, s.postgres, "kind")
+	if err != nil {
+		return "", err
+	}
+	objs, err := l.namespaceObjects(s, registryIP, postgresIP)
+	if err != nil {
+		return "", err
+	}
+	doc, err := toYAML(objs)
+	if err != nil {
+		return "", err
+	}
+	apply := func() error {
+		_, err := l.kubectlCmd(ctx, doc, "apply", "--server-side", "--force-conflicts", "--field-manager="+managedBy, "-f", "-")
+		return err
+	}
+	if err := apply(); err != nil {
+		if !strings.Contains(err.Error(), "immutable") {
+			return "", err
+		}
+		// The policy changed: an immutable ConfigMap is replaced, never edited.
+		l.r.Printf("  verification policy changed: replacing configmap/%s", policyConfigMap)
+		if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "delete", "configmap", policyConfigMap); err != nil {
+			return "", err
+		}
+		if err := apply(); err != nil {
+			return "", err
+		}
+	}
+	if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "rollout", "status", "deployment/"+psqlDeployment, "--timeout=3m"); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d objects applied (registry %s, postgres %s); deployment/%s Available", len(objs), registryIP, postgresIP, psqlDeployment), nil
+}
