@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/report"
+)
+
+// cli runs ptah in-process and checks that no planted secret reaches its output.
+type cli struct {
+	t       *testing.T
+	secrets []string
+}
+
+type outcome struct {
+	code           int
+	doc            map[string]any
+	stdout, stderr string
+}
+
+func (c *cli) run(args ...string) outcome {
+	c.t.Helper()
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr)
+	o := outcome{code: code, stdout: stdout.String(), stderr: stderr.String()}
+	for _, s := range c.secrets {
+		if strings.Contains(o.stdout+o.stderr, s) {
+			c.t.Fatalf("ptah %s printed the secret %q:\n%s%s", strings.Join(args, " "), s, o.stdout, o.stderr)
+		}
+	}
+	if hasJSONFlag(args) {
+		if strings.Count(o.stdout, "\n") != 1 {
+			c.t.Fatalf("ptah %s: want one JSON line on stdout, got:\n%s", strings.Join(args, " "), o.stdout)
+		}
+		if err := json.Unmarshal([]byte(o.stdout), &o.doc); err != nil {
+			c.t.Fatalf("ptah %s: stdout is not JSON: %v\n%s", strings.Join(args, " "), err, o.stdout)
+		}
+		if o.doc["exitCode"] != float64(code) || o.doc["apiVersion"] != report.APIVersion {
+			c.t.Fatalf("ptah %s: document says exit %v, process %d:\n%s", strings.Join(args, " "), o.doc["exitCode"], code, o.stdout)
+		}
+	}
+	return o
+}
+
+// want checks the exit code and, for exit 2, the error code.
+func (o outcome) want(t *testing.T, exit int, code report.Code) outcome {
+	t.Helper()
+	if o.code != exit {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", o.code, exit, o.stdout, o.stderr)
+	}
+	if code != "" {
+		e, _ := o.doc["error"].(map[string]any)
+		if e == nil || e["code"] != string(code) {
+			t.Fatalf("error %v, want code %s\nstdout: %s", o.doc["error"], code, o.stdout)
+		}
+	}
+	return o
+}
+
+func (o outcome) result() map[string]any {
+	r, _ := o.doc["result"].(map[string]any)
+	return r
+}
+
+func (o outcome) message() string {
+	e, _ := o.doc["error"].(map[string]any)
+	s, _ := e["message"].(string)
+	return s
+}
+
+func write(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+const customers = "CREATE TABLE customers (\n  id bigserial PRIMARY KEY,\n  email text NOT NULL,\n  name text\n);\n"
+const orders = "CREATE TABLE orders (\n  id bigserial PRIMARY KEY,\n  customer_id bigint NOT NULL REFERENCES customers(id)\n);\n"
+
+func TestVersion(t *testing.T) {
+	c := &cli{t: t}
+	o := c.run("version", "--json").want(t, 0, "")
+	if o.result()["version"] != "dev" {
+		t.Fatalf("version: %s", o.stdout)
+	}
+	c.run("nonsense", "--json").want(t, 2, report.Usage)
+	c.run("schema", "plan", "--no-such-flag", "--json").want(t, 2, report.Usage)
+}
+
+func TestSchemaCommands(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	reg := testenv.StartRegistry(t)
+	dbURL := pg.CreateDatabase(t, "shop")
+	u, _ := url.Parse(dbURL)
+	password, _ := u.User.Password()
+	c := &cli{t: t, secrets: []string{password, reg.Password, pg.SuperPassword}}
+	t.Setenv(database.URLEnv, dbURL)
+	t.Setenv("PTAH_OCI_REGISTRY", reg.Host)
+	t.Setenv("PTAH_OCI_USERNAME", reg.Username)
+	t.Setenv("PTAH_OCI_PASSWORD", reg.Password)
+	dir := t.TempDir()
+	target := u.Host
+
+	t.Run("a connection failure names host and port, never user or password", func(t *testing.T) {
+		planted := "planted-" + password
+		bad := pg.URL("shop", planted, "shop")
+		c.secrets = append(c.secrets, planted)
+		o := c.run("schema", "drift", "--schema-file", write(t, dir, "c.sql", customers), "--url", bad, "--json").want(t, 2, report.Auth)
+		if !strings.Contains(o.message(), target) || strings.Contains(o.stdout+o.stderr, "shop") {
+			t.Fatalf("message: %s", o.message())
+		}
+		closed := strings.Replace(dbURL, target, "127.0.0.1:1", 1)
+		o = c.run("schema", "drift", "--schema-file", write(t, dir, "c.sql", customers), "--url", closed, "--json").want(t, 2, report.Connection)
+		if !strings.Contains(o.message(), "127.0.0.1:1") || strings.Contains(o.stdout+o.stderr, "shop") {
+			t.Fatalf("message: %s", o.message())
+		}
+	})
+
+	ref := "oci://" + reg.Host + "/schemas/shop:v1"
+	pushed := c.run("schema", "push", ref, "--schema-file", write(t, dir, "01_customers.sql", customers),
+		"--schema-file", write(t, dir, "02_orders.sql", orders), "--plain-http", "--json").want(t, 0, "")
+	digestRef := pushed.result()["reference"].(string)
+	desired := filepath.Join(dir, "desired.sql")
+
+	t.Run("push, resolve, pull round trip", func(t *testing.T) {
+		res := c.run("oci", "resolve", ref, "--plain-http", "--json").want(t, 0, "")
+		if res.result()["reference"] != digestRef || res.result()["artifactType"] != "application/vnd.ptah.schema.v1" {
+			t.Fatalf("resolve: %s", res.stdout)
+		}
+		c.run("schema", "pull", digestRef, "--out", desired, "--plain-http", "--json").want(t, 0, "")
+		b, _ := os.ReadFile(desired)
+		if !strings.Contains(string(b), customers) || !strings.Contains(string(b), orders) || strings.Index(string(b), "customers (") > strings.Index(string(b), "orders (") {
+			t.Fatalf("pulled:\n%s", b)
+		}
+		t.Setenv("PTAH_OCI_PASSWORD", "wrong")
+		c.run("oci", "inspect", ref, "--plain-http", "--json").want(t, 2, report.Auth)
+		t.Setenv("PTAH_OCI_PASSWORD", reg.Password)
+		c.run("oci", "resolve", "oci://"+reg.Host+"/schemas/shop@sha256:"+strings.Repeat("a", 64), "--plain-http", "--json").want(t, 2, report.NotFound)
+	})
+
+	t.Run("verify refuses with findings", func(t *testing.T) {
+		ok := write(t, dir, "ok.yaml", "allowedArtifactTypes: [application/vnd.ptah.schema.v1]\nallowedRepositoryPrefixes: ["+reg.Host+"/schemas/]\n")
+		o := c.run("oci", "verify", digestRef, "--policy", ok, "--plain-http", "--json").want(t, 0, "")
+		if o.result()["verified"] != true {
+			t.Fatalf("verify: %s", o.stdout)
+		}
+		bad := write(t, dir, "bad.yaml", "maxSizeBytes: 10\nrequiredAnnotations: {org.opencontainers.image.revision: \"\"}\n")
+		o = c.run("oci", "verify", digestRef, "--policy", bad, "--plain-http", "--json").want(t, 2, report.PolicyRefused)
+		if f, _ := o.result()["findings"].([]any); len(f) != 2 || o.result()["verified"] != false {
+			t.Fatalf("findings: %s", o.stdout)
+		}
+	})
+
+	plan := filepath.Join(dir, "plan.json")
+	t.Run("plan is byte-identical when run twice, then applies", func(t *testing.T) {
+		a := c.run("schema", "plan", "--schema-file", desired, "--output", plan, "--json").want(t, 0, "")
+		first, _ := os.ReadFile(plan)
+		b := c.run("schema", "plan", "--schema-file", desired, "--output", plan, "--json").want(t, 0, "")
+		second, _ := os.ReadFile(plan)
+		if a.stdout != b.stdout || string(first) != string(second) {
+			t.Fatalf("plans differ:\n%s\n%s", a.stdout, b.stdout)
+		}
+		r := a.result()
+		if r["destructive"] != false || len(r["statements"].([]any)) < 2 || r["digest"] == "" || r["baseFingerprint"] == r["desiredFingerprint"] {
+			t.Fatalf("plan: %s", a.stdout)
+		}
+		c.run("schema", "apply", "--plan", plan, "--json").want(t, 2, report.ApprovalRequired)
+		o := c.run("schema", "apply", "--plan", plan, "--auto-approve", "--dry-run", "--json").want(t, 0, "")
+		if o.result()["applied"] != false {
+			t.Fatalf("dry run applied: %s", o.stdout)
+		}
+		o = c.run("schema", "apply", "--plan", plan, "--auto-approve", "--json").want(t, 0, "")
+		if o.result()["applied"] != true || o.result()["planDigest"] != r["digest"] || o.result()["converged"] != true {
+			t.Fatalf("apply: %s", o.stdout)
+		}
+		c.run("schema", "drift", "--schema-file", desired, "--json").want(t, 0, "")
+	})
+
+	t.Run("apply of a plan whose base changed is stale", func(t *testing.T) {
+		c.run("schema", "apply", "--plan", plan, "--auto-approve", "--json").want(t, 2, report.StalePlan)
+	})
+
+	t.Run("destructive plan needs consent; protected table refused with no plan written", func(t *testing.T) {
+		narrower := write(t, dir, "narrower.sql", strings.Replace(customers, ",\n  name text", "", 1)+orders)
+		refused := filepath.Join(dir, "refused.json")
+		c.run("schema", "plan", "--schema-file", narrower, "--protected-table", "customers", "--output", refused, "--json").want(t, 2, report.ProtectedTable)
+		if _, err := os.Stat(refused); !os.IsNotExist(err) {
+			t.Fatalf("a refused plan was written: %v", err)
+		}
+		drop := filepath.Join(dir, "drop.json")
+		o := c.run("schema", "plan", "--schema-file", narrower, "--output", drop, "--json").want(t, 0, "")
+		st := o.result()["statements"].([]any)[0].(map[string]any)
+		if o.result()["destructive"] != true || st["severity"] != "destructive" || !strings.Contains(st["sql"].(string), "DROP COLUMN") {
+			t.Fatalf("plan: %s", o.stdout)
+		}
+		c.run("schema", "apply", "--plan", drop, "--auto-approve", "--json").want(t, 2, report.DestructiveRefused)
+		d := c.run("schema", "drift", "--schema-file", narrower, "--show-objects", "--json").want(t, 1, "")
+		if d.result()["highestSeverity"] != "destructive" || d.result()["categories"].(map[string]any)["column_unexpected"] != float64(1) {
+			t.Fatalf("drift: %s", d.stdout)
+		}
+		c.run("schema", "apply", "--plan", drop, "--auto-approve", "--allow-destructive", "--json").want(t, 0, "")
+		c.run("schema", "drift", "--schema-file", narrower, "--json").want(t, 0, "")
+	})
+
+	t.Run("malformed SQL names file and line", func(t *testing.T) {
+		bad := write(t, dir, "broken.sql", "CREATE TABLE a (id int);\n\nCREATE TABLE b (id int,,);\n")
+		o := c.run("schema", "plan", "--schema-file", bad, "--json").want(t, 2, report.Parse)
+		if !strings.Contains(o.message(), "broken.sql:3") {
+			t.Fatalf("message: %s", o.message())
+		}
+		o = c.run("schema", "plan", "--schema-file", bad)
+		if o.code != 2 || !strings.Contains(o.stderr, "parse: broken.sql:3") {
+			t.Fatalf("text mode: %d %s", o.code, o.stderr)
+		}
+	})
+}

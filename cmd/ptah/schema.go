@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"ptah.run/operator/operator/artifact"
+	"ptah.run/operator/operator/report"
+	"ptah.run/operator/operator/schema"
+)
+
+func schemaPush(fs *flag.FlagSet) action {
+	files := listFlag(fs, "schema-file", "SQL DDL file to pack, repeatable; layers keep this order")
+	annotations := listFlag(fs, "annotation", "KEY=VALUE manifest annotation, repeatable")
+	client := newOCIClient(fs)
+	return func(ctx context.Context, args []string) (any, bool, error) {
+		ref, err := oneArg(args, "the reference oci://HOST/REPO:TAG")
+		if err != nil {
+			return nil, false, err
+		}
+		if len(*files) == 0 {
+			return nil, false, report.Errorf(report.Usage, "pass --schema-file FILE.sql at least once")
+		}
+		layers, err := readArtifactFiles(*files)
+		if err != nil {
+			return nil, false, err
+		}
+		ann, err := parseAnnotations(*annotations)
+		if err != nil {
+			return nil, false, err
+		}
+		p, err := client().Push(ctx, ref, artifact.SchemaArtifactType, artifact.SchemaLayerMediaType, layers, ann)
+		if err != nil {
+			return nil, false, err
+		}
+		return pushedText{p}, false, nil
+	}
+}
+
+type pushedText struct{ *artifact.Pushed }
+
+func (p pushedText) Text() string { return p.Reference + "\n" }
+
+func readArtifactFiles(paths []string) ([]artifact.File, error) {
+	var out []artifact.File
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil, report.Errorf(report.Usage, "read %s: %v", p, err)
+		}
+		out = append(out, artifact.File{Name: filepath.Base(p), Data: b})
+	}
+	return out, nil
+}
+
+func parseAnnotations(kvs []string) (map[string]string, error) {
+	m := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, report.Errorf(report.Usage, "--annotation %q: want KEY=VALUE", kv)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+// pulledSchema is what schema pull reports.
+type pulledSchema struct {
+	artifact.Resolved
+	Files []artifact.File `json:"files"`
+	Out   string          `json:"out"`
+}
+
+func schemaPull(fs *flag.FlagSet) action {
+	out := fs.String("out", "", "write the schema's SQL files, concatenated in order, to this file")
+	client := newOCIClient(fs)
+	return func(ctx context.Context, args []string) (any, bool, error) {
+		ref, err := oneArg(args, "the reference")
+		if err != nil {
+			return nil, false, err
+		}
+		if *out == "" {
+			return nil, false, report.Errorf(report.Usage, "pass --out FILE")
+		}
+		p, err := client().Pull(ctx, ref, artifact.SchemaArtifactType)
+		if err != nil {
+			return nil, false, err
+		}
+		var sql strings.Builder
+		for _, f := range p.Files {
+			fmt.Fprintf(&sql, "-- ptah: %s\n%s", f.Name, f.Data)
+			if !strings.HasSuffix(string(f.Data), "\n") {
+				sql.WriteString("\n")
+			}
+		}
+		if err := os.WriteFile(*out, []byte(sql.String()), 0o644); err != nil {
+			return nil, false, report.Errorf(report.Usage, "write %s: %v", *out, err)
+		}
+		return pulledSchema{Resolved: p.Resolved, Files: p.Files, Out: *out}, false, nil
+	}
+}
+
+// desiredFlags are the flags of the commands that compare with a desired schema.
+type desiredFlags struct {
+	files   *stringList
+	exclude *stringList
+	db      dbFlags
+}
+
+func newDesiredFlags(fs *flag.FlagSet) desiredFlags {
+	return desiredFlags{
+		files:   listFlag(fs, "schema-file", "desired-state SQL file, repeatable; run in this order"),
+		exclude: listFlag(fs, "exclude", "atlas glob of objects to leave alone (\"t\", \"t.c\", \"audit_*\"), repeatable"),
+		db:      newDBFlags(fs),
+	}
+}
+
+type planText struct{ *schema.Plan }
+
+func (p planText) Text() string {
+	var b strings.Builder
+	kind := "safe"
+	if p.Destructive {
+		kind = "destructive"
+	}
+	fmt.Fprintf(&b, "-- plan %s: %d statement(s), %s\n-- base %s\n-- desired %s\n", p.Digest, len(p.Statements), kind, p.BaseFingerprint, p.DesiredFingerprint)
+	for _, s := range p.Statements {
+		fmt.Fprintf(&b, "-- %s: %s\n%s;\n", s.Severity, s.Reason, s.SQL)
+	}
+	return b.String()
+}
+
+func schemaPlan(fs *flag.FlagSet) action {
+	d := newDesiredFlags(fs)
+	protected := listFlag(fs, "protected-table", "table name or glob the plan may not touch, repeatable")
+	output := fs.String("output", "", "write the plan document to this file")
+	return func(ctx context.Context, args []string) (any, bool, error) {
+		if err := noArgs(args); err != nil {
+			return nil, false, err
+		}
+		files, err := schema.ReadFiles(*d.files)
+		if err != nil {
+			return nil, false, err
+		}
+		db, err := d.db.open(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		defer db.Close()
+		p, err := schema.ComputePlan(ctx, db, files, schema.Options{Exclude: *d.exclude, Protected: *protected})
+		if err != nil {
+			return nil, false, err
+		}
+		if *output != "" {
+			b, err := p.Marshal()
+			if err != nil {
+				return nil, false, err
+			}
+			if err := os.WriteFile(*output, b, 0o644); err != nil {
+				return nil, false, report.Errorf(report.Usage, "write the plan to %s: %v", *output, err)
+			}
+		}
+		return planText{p}, false, nil
+	}
+}
+
+type driftText struct{ *schema.Drift }
+
+func (d driftText) Text() string {
+	if !d.Drift.Drift {
+		return "no drift\n"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "drift: %d change(s), highest severity %s\n", d.Changes, d.HighestSeverity)
+	for _, c := range sortedKeys(d.Categories) {
+		fmt.Fprintf(&b, "  %s: %d\n", c, d.Categories[c])
+	}
+	for _, o := range d.Objects {
+		fmt.Fprintf(&b, "  %s %s (%s): %s\n", o.Category, o.Object, o.Severity, o.Reason)
+	}
+	return b.String()
+}
+
+func schemaDrift(fs *flag.FlagSet) action {
+	d := newDesiredFlags(fs)
+	objects := fs.Bool("show-objects", false, "name each differing object in the report")
+	return func(ctx context.Context, args []string) (any, bool, error) {
+		if err := noArgs(args); err != nil {
+			return nil, false, err
+		}
+		files, err := schema.ReadFiles(*d.files)
+		if err != nil {
+			return nil, false, err
+		}
+		db, err := d.db.open(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		defer db.Close()
+		dr, err := schema.ComputeDrift(ctx, db, files, *d.exclude, *objects)
+		if err != nil {
+			return nil, false, err
+		}
+		return driftText{dr}, dr.Drift, nil
+	}
+}
+
+func schemaApply(fs *flag.FlagSet) action {
+	planFile := fs.String("plan", "", "the plan document written by schema plan --output")
+	autoApprove := fs.Bool("auto-approve", false, "apply without asking; required unless --dry-run")
+	allowDestructive := fs.Bool("allow-destructive", false, "apply a plan holding destructive statements")
+	dryRun := fs.Bool("dry-run", false, "check the lock, the plan's digest and base state, execute nothing")
+	lockTimeout := fs.Duration("lock-timeout", time.Minute, "give up when the ptah writer lock, or any lock a statement needs, is not granted within this")
+	dbf := newDBFlags(fs)
+	return func(ctx context.Context, args []string) (any, bool, error) {
+		if err := noArgs(args); err != nil {
+			return nil, false, err
+		}
+		if *planFile == "" {
+			return nil, false, report.Errorf(report.Usage, "pass --plan PLAN.json")
+		}
+		b, err := os.ReadFile(*planFile)
+		if err != nil {
+			return nil, false, report.Errorf(report.Usage, "read the plan: %v", err)
+		}
+		p, err := schema.ReadPlan(*planFile, b)
+		if err != nil {
+			return nil, false, err
+		}
+		if !*autoApprove && !*dryRun {
+			return nil, false, report.Errorf(report.ApprovalRequired, "apply changes the database: pass --auto-approve (or --dry-run to check only)")
+		}
+		db, err := dbf.open(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		defer db.Close()
+		res, err := schema.Apply(ctx, db, p, schema.ApplyOptions{AllowDestructive: *allowDestructive, DryRun: *dryRun, LockTimeout: *lockTimeout})
+		if err != nil {
+			return nil, false, err
+		}
+		return res, false, nil
+	}
+}

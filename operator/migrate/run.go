@@ -1,0 +1,319 @@
+package migrate
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/report"
+)
+
+// The revision table lives in its own schema, outside the managed one.
+const (
+	revisionSchema = "ptah"
+	revisionTable  = "ptah.migration_revisions"
+)
+
+// Outcome of `ptah migrations up`, and of `status` (UpToDate or Pending).
+const (
+	Applied  = "Applied"  // every pending migration was committed
+	UpToDate = "UpToDate" // nothing was pending
+	Pending  = "Pending"  // status only: some migrations wait
+	Failed   = "Failed"   // a migration failed before any other was committed
+	Partial  = "Partial"  // some migrations were committed, then one failed
+	Unknown  = "Unknown"  // the connection was lost where a commit may or may not have happened
+)
+
+// Revision is a row of the revision table.
+type Revision struct {
+	Version   int64     `json:"version"`
+	Name      string    `json:"name"`
+	Checksum  string    `json:"checksum"`
+	AppliedAt time.Time `json:"appliedAt"`
+	Dirty     bool      `json:"dirty"`
+}
+
+// Version names one migration.
+type Version struct {
+	Version int64  `json:"version"`
+	Name    string `json:"name"`
+}
+
+// Report is what status and up print.
+type Report struct {
+	Status string `json:"status"`
+	// Current is the highest applied version, 0 when none.
+	Current int64 `json:"current"`
+	// AppliedNow lists what this run committed, in order.
+	AppliedNow []Version `json:"appliedNow"`
+	// FailedVersion is the migration that failed, when one did.
+	FailedVersion *Version   `json:"failedVersion,omitempty"`
+	Pending       []Version  `json:"pending"`
+	History       []Revision `json:"history"`
+}
+
+// Status reads the revision table and checks it against dir.
+func Status(ctx context.Context, db *database.DB, dir *Dir) (*Report, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, database.StatementError(db.Target, "connect", err)
+	}
+	defer conn.Close()
+	history, err := readHistory(ctx, conn, db.Target)
+	if err != nil {
+		return nil, err
+	}
+	r, pending := newReport(dir, history)
+	if err := checkHistory(dir, history, pending); err != nil {
+		return r, err
+	}
+	if len(pending) > 0 {
+		r.Status = Pending
+	}
+	return r, nil
+}
+
+// UpOptions bound a run.
+type UpOptions struct {
+	LockTimeout time.Duration
+	// ExpectSequence, when not nil, is the pending versions the caller
+	// approved; any other pending set is refused before anything runs.
+	ExpectSequence []int64
+}
+
+// Up applies the pending migrations of dir in order, each in its own
+// transaction, under the ptah writer lock. The report is returned with the
+// error too, saying exactly which versions were committed.
+func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, database.StatementError(db.Target, "connect", err)
+	}
+	defer conn.Close()
+	if err := lockSession(ctx, conn, db.Target, opts.LockTimeout); err != nil {
+		return nil, err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", database.LockKey)
+	for _, q := range []string{
+		"CREATE SCHEMA IF NOT EXISTS " + revisionSchema,
+		"CREATE TABLE IF NOT EXISTS " + revisionTable + " (version bigint PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), dirty boolean NOT NULL DEFAULT false)",
+	} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			return nil, database.StatementError(db.Target, "create the revision table "+revisionTable, err)
+		}
+	}
+	history, err := readHistory(ctx, conn, db.Target)
+	if err != nil {
+		return nil, err
+	}
+	r, pending := newReport(dir, history)
+	if err := checkHistory(dir, history, pending); err != nil {
+		return r, err
+	}
+	if opts.ExpectSequence != nil {
+		got := make([]int64, len(pending))
+		for i, m := range pending {
+			got[i] = m.Version
+		}
+		if !slices.Equal(got, opts.ExpectSequence) {
+			return r, report.Errorf(report.SequenceMismatch, "the pending migrations are %s, not the approved %s; nothing was applied", joinVersions(got), joinVersions(opts.ExpectSequence))
+		}
+	}
+	if len(pending) == 0 {
+		r.Status = UpToDate
+		return r, nil
+	}
+	for _, m := range pending {
+		status, err := applyOne(ctx, conn, db.Target, m)
+		if err == nil {
+			r.AppliedNow = append(r.AppliedNow, Version{m.Version, m.Name})
+			r.Pending = r.Pending[1:]
+			r.Current = m.Version
+			continue
+		}
+		r.FailedVersion = &Version{m.Version, m.Name}
+		switch {
+		case status == Unknown:
+			r.Status = Unknown
+		case len(r.AppliedNow) > 0:
+			r.Status = Partial
+		default:
+			r.Status = Failed
+		}
+		if h, herr := readHistory(ctx, conn, db.Target); herr == nil {
+			r.History = h
+		}
+		return r, err
+	}
+	r.Status = Applied
+	r.History, err = readHistory(ctx, conn, db.Target)
+	return r, err
+}
+
+// applyOne marks m dirty, runs it and its revision update in one
+// transaction, and clears the mark if it failed. A dirty row left behind
+// means the process died between the two, and whether m took effect is
+// for a person to find out.
+func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration) (string, error) {
+	if _, err := conn.ExecContext(ctx, "INSERT INTO "+revisionTable+" (version, name, checksum, dirty) VALUES ($1, $2, $3, true)", m.Version, m.Name, m.Checksum); err != nil {
+		return Failed, database.StatementError(target, fmt.Sprintf("record migration %d as started", m.Version), err)
+	}
+	err := func() error {
+		tx, err := conn.BeginTx(ctx, nil)
+		if err != nil {
+			return database.StatementError(target, "begin", err)
+		}
+		defer tx.Rollback()
+		if _, err := tx.ExecContext(ctx, m.text); err != nil {
+			return migrationError(target, m, err)
+		}
+		if _, err := tx.ExecContext(ctx, "UPDATE "+revisionTable+" SET dirty = false, applied_at = now() WHERE version = $1", m.Version); err != nil {
+			return database.StatementError(target, fmt.Sprintf("record migration %d as applied", m.Version), err)
+		}
+		if err := tx.Commit(); err != nil {
+			e := database.StatementError(target, fmt.Sprintf("commit migration %d", m.Version), err)
+			return &unknownOutcome{err: e}
+		}
+		return nil
+	}()
+	if err == nil {
+		return Applied, nil
+	}
+	var unknown *unknownOutcome
+	if errors.As(err, &unknown) {
+		return Unknown, unknown.err
+	}
+	if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), "DELETE FROM "+revisionTable+" WHERE version = $1 AND dirty", m.Version); cerr != nil {
+		return Unknown, err
+	}
+	return Failed, err
+}
+
+// unknownOutcome marks a failed commit: the server may have committed.
+type unknownOutcome struct{ err *report.Error }
+
+func (u *unknownOutcome) Error() string { return u.err.Error() }
+
+// migrationError names the file and line PostgreSQL's error position points at.
+func migrationError(target string, m Migration, err error) error {
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) {
+		return database.StatementError(target, "run "+m.File, err)
+	}
+	where := m.File
+	if pos := int(pgErr.Position); pos > 0 {
+		r := []rune(m.text)
+		where = fmt.Sprintf("%s:%d", m.File, 1+strings.Count(string(r[:min(pos-1, len(r))]), "\n"))
+	}
+	code := report.Execution
+	if database.IsLockTimeout(err) {
+		code = report.LockTimeout
+	}
+	return report.Errorf(code, "%s: %s (SQLSTATE %s); its transaction was rolled back", where, pgErr.Message, pgErr.Code)
+}
+
+func lockSession(ctx context.Context, conn *sql.Conn, target string, timeout time.Duration) error {
+	if timeout <= 0 {
+		return report.Errorf(report.Usage, "--lock-timeout must be positive")
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = %d", timeout.Milliseconds())); err != nil {
+		return database.StatementError(target, "set lock_timeout", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", database.LockKey); err != nil {
+		if database.IsLockTimeout(err) {
+			return report.Errorf(report.LockTimeout, "another session holds the ptah writer lock on %s; not granted within %s, nothing was applied", target, timeout)
+		}
+		return database.StatementError(target, "take the ptah writer lock", err)
+	}
+	return nil
+}
+
+func readHistory(ctx context.Context, conn *sql.Conn, target string) ([]Revision, error) {
+	var exists bool
+	if err := conn.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", revisionTable).Scan(&exists); err != nil {
+		return nil, database.StatementError(target, "look for the revision table", err)
+	}
+	history := []Revision{}
+	if !exists {
+		return history, nil
+	}
+	rows, err := conn.QueryContext(ctx, "SELECT version, name, checksum, applied_at, dirty FROM "+revisionTable+" ORDER BY version")
+	if err != nil {
+		return nil, database.StatementError(target, "read "+revisionTable, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var r Revision
+		if err := rows.Scan(&r.Version, &r.Name, &r.Checksum, &r.AppliedAt, &r.Dirty); err != nil {
+			return nil, database.StatementError(target, "read "+revisionTable, err)
+		}
+		r.AppliedAt = r.AppliedAt.UTC()
+		history = append(history, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, database.StatementError(target, "read "+revisionTable, err)
+	}
+	return history, nil
+}
+
+func newReport(dir *Dir, history []Revision) (*Report, []Migration) {
+	applied := map[int64]bool{}
+	r := &Report{Status: UpToDate, AppliedNow: []Version{}, Pending: []Version{}, History: history}
+	for _, h := range history {
+		applied[h.Version] = true
+		r.Current = max(r.Current, h.Version)
+	}
+	var pending []Migration
+	for _, m := range dir.Migrations {
+		if !applied[m.Version] {
+			pending = append(pending, m)
+			r.Pending = append(r.Pending, Version{m.Version, m.Name})
+		}
+	}
+	return r, pending
+}
+
+// checkHistory refuses a revision table that does not describe a prefix of dir.
+func checkHistory(dir *Dir, history []Revision, pending []Migration) error {
+	files := map[int64]Migration{}
+	for _, m := range dir.Migrations {
+		files[m.Version] = m
+	}
+	var newest int64
+	for _, h := range history {
+		m, ok := files[h.Version]
+		switch {
+		case h.Dirty:
+			return report.Errorf(report.Dirty, "migration %d (%s) was started and never recorded as finished; check whether it took effect, then fix or delete its row in %s", h.Version, h.Name, revisionTable)
+		case !ok:
+			return report.Errorf(report.HistoryMissing, "migration %d (%s) was applied but has no file in %s", h.Version, h.Name, dir.Path)
+		case m.Checksum != h.Checksum:
+			return report.Errorf(report.HistoryModified, "migration %d was applied with checksum %s but %s now has %s; an applied migration must not change, add a new one", h.Version, h.Checksum, m.File, m.Checksum)
+		}
+		newest = max(newest, h.Version)
+	}
+	for _, m := range pending {
+		if m.Version < newest {
+			return report.Errorf(report.OutOfOrder, "migration %d (%s) is pending but older than the applied %d; renumber it after %d", m.Version, m.File, newest, newest)
+		}
+	}
+	return nil
+}
+
+func joinVersions(vs []int64) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ",")
+}
