@@ -1,0 +1,462 @@
+package jobsim_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"ptah.run/operator/acceptance/testenv"
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/jobsim"
+	"ptah.run/operator/operator/runner"
+)
+
+const desiredSQL = `CREATE TABLE customers (id bigint PRIMARY KEY, email text NOT NULL);
+CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers (id));
+`
+
+// lab is one API server, database, registry and simulated kubelet shared by
+// the subtests, each of which runs its own Jobs in its own namespace.
+type lab struct {
+	api      *testenv.APIServer
+	cs       kubernetes.Interface
+	c        client.Client
+	pg       *testenv.Postgres
+	reg      *testenv.Registry
+	kubelet  *jobsim.Kubelet
+	dbURL    string
+	ociRef   string
+	ptahRuns string // file the ptah wrapper appends each invocation's Pod name to
+}
+
+func startLab(t *testing.T) *lab {
+	l := &lab{}
+	l.api = testenv.StartAPIServer(t, testenv.WithCRDs(filepath.Join("..", "config", "crd", "bases")))
+	l.pg = testenv.StartPostgres(t)
+	l.reg = testenv.StartRegistry(t)
+	l.dbURL = l.pg.CreateDatabase(t, "shop")
+	var err error
+	if l.cs, err = kubernetes.NewForConfig(l.api.Config); err != nil {
+		t.Fatal(err)
+	}
+	scheme := clientScheme(t)
+	if l.c, err = client.New(l.api.Config, client.Options{Scheme: scheme}); err != nil {
+		t.Fatal(err)
+	}
+
+	ptah := jobsim.BuildPtah(t, filepath.Join("..", ".."))
+	// The wrapper is the real ptah; it only notes which Pod started it, so
+	// a test can prove ptah never ran.
+	l.ptahRuns = filepath.Join(t.TempDir(), "ptah-runs")
+	wrapper := filepath.Join(t.TempDir(), "ptah")
+	script := fmt.Sprintf("#!/bin/sh\necho \"$HOSTNAME\" >> %q\nexec %q \"$@\"\n", l.ptahRuns, ptah)
+	if err := os.WriteFile(wrapper, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	sqlFile := filepath.Join(t.TempDir(), "shop.sql")
+	if err := os.WriteFile(sqlFile, []byte(desiredSQL), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l.ociRef = "oci://" + l.reg.Host + "/shop/schema:v1"
+	push := exec.Command(ptah, "schema", "push", l.ociRef, "--schema-file", sqlFile, "--plain-http", "--json")
+	push.Env = append(os.Environ(), "PTAH_OCI_REGISTRY="+l.reg.Host, "PTAH_OCI_USERNAME="+l.reg.Username, "PTAH_OCI_PASSWORD="+l.reg.Password)
+	if out, err := push.CombinedOutput(); err != nil {
+		t.Fatalf("ptah schema push: %v\n%s", err, out)
+	}
+
+	l.kubelet = jobsim.Start(t, l.api.Config, jobsim.Options{
+		Ptah:   wrapper,
+		Runner: runner.Config{CredentialTimeout: 20 * time.Second},
+	})
+	return l
+}
+
+// operation sets up what the manager would for one operation in namespace:
+// the Secrets, the operation-bound ServiceAccount, Role and RoleBinding, and
+// the Job running the runner. It returns the Job.
+type operation struct {
+	ns        string
+	op        runner.Operation
+	protocol  string
+	dbURL     string
+	deadline  int64
+	podLabels map[string]string
+}
+
+func (l *lab) run(t *testing.T, o operation) *batchv1.Job {
+	t.Helper()
+	ctx := context.Background()
+	created(t)(l.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.ns}}, metav1.CreateOptions{}))
+	created(t)(l.cs.CoreV1().Secrets(o.ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop-db"}, StringData: map[string]string{"url": o.dbURL},
+	}, metav1.CreateOptions{}))
+	created(t)(l.cs.CoreV1().Secrets(o.ns).Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "registry"}, Type: corev1.SecretTypeBasicAuth,
+		StringData: map[string]string{"registry": l.reg.Host, "username": l.reg.Username, "password": l.reg.Password},
+	}, metav1.CreateOptions{}))
+	sa := "ptah-result-" + o.op.ID
+	created(t)(l.cs.CoreV1().ServiceAccounts(o.ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}))
+	created(t)(l.cs.RbacV1().Roles(o.ns).Create(ctx, &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahresultrecords"}, Verbs: []string{"create"}}},
+	}, metav1.CreateOptions{}))
+	created(t)(l.cs.RbacV1().RoleBindings(o.ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: sa},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: o.ns}},
+	}, metav1.CreateOptions{}))
+
+	o.op.Namespace = o.ns
+	o.op.RecordName = "ptah-" + o.op.Type + "-" + o.op.ID
+	opJSON, err := json.Marshal(o.op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.protocol == "" {
+		o.protocol = runner.ProtocolVersion
+	}
+	if o.deadline == 0 {
+		o.deadline = 120
+	}
+	secret := func(name, key string) *corev1.EnvVarSource {
+		return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}
+	}
+	resultDir := filepath.Dir(runner.TokenPath)
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: "ptah-" + o.op.Type + "-shop-" + o.op.ID, Namespace: o.ns},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr(int32(0)),
+			ActiveDeadlineSeconds: &o.deadline,
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: o.podLabels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					ServiceAccountName:           sa,
+					AutomountServiceAccountToken: ptr(false),
+					Containers: []corev1.Container{{
+						Name: "runner", Image: "ptah-executor:dev",
+						Env: []corev1.EnvVar{
+							{Name: runner.EnvProtocol, Value: o.protocol},
+							{Name: runner.EnvOperation, Value: string(opJSON)},
+							{Name: runner.EnvDatabaseURL, ValueFrom: secret("shop-db", "url")},
+							{Name: runner.EnvOCIRegistry, ValueFrom: secret("registry", "registry")},
+							{Name: runner.EnvOCIUsername, ValueFrom: secret("registry", "username")},
+							{Name: runner.EnvOCIPassword, ValueFrom: secret("registry", "password")},
+						},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "result", MountPath: resultDir, ReadOnly: true},
+							{Name: "tmp", MountPath: "/tmp"},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "result", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+							{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: filepath.Base(runner.TokenPath), ExpirationSeconds: ptr(int64(600))}},
+							{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
+								Items: []corev1.KeyToPath{{Key: "ca.crt", Path: filepath.Base(runner.CAPath)}}}},
+						}}}},
+						{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+				},
+			},
+		},
+	}
+	created, err := l.cs.BatchV1().Jobs(o.ns).Create(ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create Job: %v", err)
+	}
+	return created
+}
+
+func (l *lab) wait(t *testing.T, job *batchv1.Job) jobsim.Run {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	r, err := l.kubelet.Wait(ctx, job.Namespace, job.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (l *lab) record(t *testing.T, ns, name string) *v1alpha1.PtahResultRecord {
+	t.Helper()
+	rec := &v1alpha1.PtahResultRecord{}
+	if err := l.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rec); err != nil {
+		t.Fatalf("read PtahResultRecord %s/%s: %v", ns, name, err)
+	}
+	return rec
+}
+
+func (l *lab) jobCondition(t *testing.T, job *batchv1.Job) (batchv1.JobConditionType, *batchv1.Job) {
+	t.Helper()
+	live, err := l.cs.BatchV1().Jobs(job.Namespace).Get(context.Background(), job.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range live.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return c.Type, live
+		}
+	}
+	return "", live
+}
+
+// ptahRanFor says whether the ptah wrapper was started by a Pod of job.
+func (l *lab) ptahRanFor(t *testing.T, job *batchv1.Job) bool {
+	b, err := os.ReadFile(l.ptahRuns)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, pod := range strings.Fields(string(b)) {
+		if strings.HasPrefix(pod, job.Name+"-") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestKubeletRunsTheRunner(t *testing.T) {
+	l := startLab(t)
+
+	t.Run("a plan Job ends with a record carrying ptah's plan", func(t *testing.T) {
+		job := l.run(t, operation{ns: "plan", dbURL: l.dbURL, op: runner.Operation{
+			Type: runner.OpPlan, ID: "op1", Digest: "sha256:claim1", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		if run.Err != nil {
+			t.Fatalf("runner delivered nothing: %v\n%s", run.Err, run.Log)
+		}
+		if cond, live := l.jobCondition(t, job); cond != batchv1.JobComplete || live.Status.Succeeded != 1 || live.Status.CompletionTime == nil || live.Status.StartTime == nil {
+			t.Errorf("Job status %+v, want Complete with succeeded 1, startTime and completionTime", live.Status)
+		}
+		rec := l.record(t, "plan", "ptah-plan-op1")
+		if rec.Spec.ChildExitCode == nil || *rec.Spec.ChildExitCode != 0 || rec.Spec.Error != nil {
+			t.Fatalf("record spec %+v, want childExitCode 0 and no error\n%s", rec.Spec, run.Log)
+		}
+		if rec.Spec.OperationID != "op1" || rec.Spec.Digest != "sha256:claim1" || rec.Labels[runner.LabelSchema] != "shop" || rec.Labels[runner.LabelOperation] != "op1" {
+			t.Errorf("record does not echo the operation: %+v labels %v", rec.Spec, rec.Labels)
+		}
+		p := rec.Spec.Result.Plan
+		if p == nil || len(p.Statements) != 2 || !strings.HasPrefix(p.Digest, "sha256:") || p.Destructive {
+			t.Fatalf("record plan %+v, want two safe CREATE TABLE statements with a digest", p)
+		}
+		for i, table := range []string{"customers", "orders"} {
+			if s := p.Statements[i]; !strings.Contains(s.SQL, "CREATE TABLE") || !strings.Contains(s.SQL, table) || s.Severity != v1alpha1.SeveritySafe {
+				t.Errorf("statement %d = %+v, want a safe CREATE TABLE of %s", i, s, table)
+			}
+		}
+		// The plan the record carries is the one the manager hands to Apply.
+		if _, err := runner.PlanDocument(p, nil); err != nil {
+			t.Errorf("the recorded plan does not rebuild ptah's document: %v", err)
+		}
+	})
+
+	t.Run("an unreachable database gives child_exit and childExitCode 2", func(t *testing.T) {
+		planted := "planted-" + fmt.Sprint(time.Now().UnixNano())
+		unreachable := l.pg.URL("shop", planted, "shop")
+		unreachable = strings.Replace(unreachable, fmt.Sprintf(":%d/", l.pg.Port), ":1/", 1)
+		job := l.run(t, operation{ns: "unreachable", dbURL: unreachable, op: runner.Operation{
+			Type: runner.OpPlan, ID: "op2", Digest: "sha256:claim2", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true, ConnectTimeout: "2s",
+		}})
+		run := l.wait(t, job)
+		if run.Err != nil {
+			t.Fatalf("runner delivered nothing: %v\n%s", run.Err, run.Log)
+		}
+		rec := l.record(t, "unreachable", "ptah-plan-op2")
+		if rec.Spec.ChildExitCode == nil || *rec.Spec.ChildExitCode != 2 {
+			t.Fatalf("childExitCode %v, want 2", rec.Spec.ChildExitCode)
+		}
+		if e := rec.Spec.Error; e == nil || e.Code != runner.ErrChildExit || e.Message != "ptah exited with code 2" {
+			t.Errorf("error %+v, want child_exit: ptah exited with code 2", e)
+		}
+		if e := rec.Spec.ChildError; e == nil || e.Code != "connection" {
+			t.Errorf("childError %+v, want ptah's connection error", e)
+		}
+		if !l.ptahRanFor(t, job) {
+			t.Error("ptah did not run for the unreachable database")
+		}
+		// The planted password is in the Secret only.
+		recJSON, _ := json.Marshal(rec)
+		_, live := l.jobCondition(t, job)
+		jobJSON, _ := json.Marshal(live)
+		events, err := l.cs.CoreV1().Events("unreachable").List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		eventsJSON, _ := json.Marshal(events)
+		for what, text := range map[string]string{"record": string(recJSON), "Job": string(jobJSON), "Events": string(eventsJSON), "runner log": run.Log} {
+			if strings.Contains(text, planted) {
+				t.Errorf("the planted password is in the %s", what)
+			}
+		}
+		if !strings.Contains(run.Log, "runner: delivered") {
+			t.Errorf("runner log lacks the delivery line:\n%s", run.Log)
+		}
+	})
+
+	t.Run("a protocol mismatch is refused before ptah runs", func(t *testing.T) {
+		job := l.run(t, operation{ns: "mismatch", dbURL: l.dbURL, protocol: "ptah.run/runner/v0", op: runner.Operation{
+			Type: runner.OpPlan, ID: "op3", Digest: "sha256:claim3", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		if run.Err != nil {
+			t.Fatalf("runner delivered nothing: %v\n%s", run.Err, run.Log)
+		}
+		rec := l.record(t, "mismatch", "ptah-plan-op3")
+		if e := rec.Spec.Error; e == nil || e.Code != runner.ErrProtocolMismatch || !strings.Contains(e.Message, "ptah.run/runner/v0") {
+			t.Errorf("error %+v, want protocol_mismatch naming the manager's protocol", e)
+		}
+		if rec.Spec.ChildExitCode != nil {
+			t.Errorf("childExitCode %d, want none: ptah must not start", *rec.Spec.ChildExitCode)
+		}
+		if l.ptahRanFor(t, job) {
+			t.Error("ptah ran despite the protocol mismatch")
+		}
+	})
+
+	t.Run("the result credential can only create records", func(t *testing.T) {
+		job := l.run(t, operation{ns: "credential", dbURL: l.dbURL, op: runner.Operation{
+			Type: runner.OpResolve, ID: "op4", Digest: "sha256:claim4", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		if run.Err != nil {
+			t.Fatalf("runner delivered nothing: %v\n%s", run.Err, run.Log)
+		}
+		rec := l.record(t, "credential", "ptah-resolve-op4")
+		if d := rec.Spec.Result.ResolvedDigest; !strings.HasPrefix(d, "sha256:") || len(d) != 71 {
+			t.Errorf("resolvedDigest %q, want the artifact's digest", d)
+		}
+		// The same token the kubelet mounted: for the Pod's service account.
+		token, err := l.cs.CoreV1().ServiceAccounts("credential").CreateToken(context.Background(), "ptah-result-op4", &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := rest.AnonymousClientConfig(l.api.Config)
+		cfg.BearerToken = token.Status.Token
+		as, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := as.CoreV1().Secrets("credential").Get(context.Background(), "shop-db", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("reading the database Secret with the result token: %v, want Forbidden", err)
+		}
+		for _, attrs := range []authorizationv1.ResourceAttributes{
+			{Namespace: "credential", Verb: "get", Resource: "secrets"},
+			{Namespace: "credential", Verb: "create", Resource: "jobs", Group: "batch"},
+			{Namespace: "credential", Verb: "get", Resource: "ptahresultrecords", Group: v1alpha1.GroupVersion.Group},
+			{Namespace: "credential", Verb: "update", Resource: "ptahschemas", Group: v1alpha1.GroupVersion.Group, Subresource: "status"},
+			{Namespace: "plan", Verb: "create", Resource: "ptahresultrecords", Group: v1alpha1.GroupVersion.Group},
+		} {
+			review, err := as.AuthorizationV1().SelfSubjectAccessReviews().Create(context.Background(), &authorizationv1.SelfSubjectAccessReview{
+				Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &attrs}}, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if review.Status.Allowed {
+				t.Errorf("the result token may %s %s/%s in %s", attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Namespace)
+			}
+		}
+	})
+
+	t.Run("a refused Pod leaves FailedCreate and the Job fails at its deadline", func(t *testing.T) {
+		ctx := context.Background()
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "pods-need-team"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+					}}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "has(object.metadata.labels) && 'team' in object.metadata.labels", Message: "pods here must carry a team label"}},
+			},
+		}
+		created(t)(l.cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, policy, metav1.CreateOptions{}))
+		created(t)(l.cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "pods-need-team"},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        "pods-need-team",
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{"kubernetes.io/metadata.name": "refused"}}},
+			},
+		}, metav1.CreateOptions{}))
+		// A binding takes effect asynchronously: wait until a dry-run Pod is refused.
+		created(t)(l.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "refused"}}, metav1.CreateOptions{}))
+		probe := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "probe"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
+		for start := time.Now(); ; time.Sleep(200 * time.Millisecond) {
+			_, err := l.cs.CoreV1().Pods("refused").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			if err != nil && strings.Contains(err.Error(), "team label") {
+				break
+			}
+			if time.Since(start) > 30*time.Second {
+				t.Fatalf("the admission policy never refused a Pod: %v", err)
+			}
+		}
+		job := l.run(t, operation{ns: "refused", dbURL: l.dbURL, deadline: 8, op: runner.Operation{
+			Type: runner.OpResolve, ID: "op5", Digest: "sha256:claim5", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		if run.Condition != batchv1.JobFailed || run.Reason != batchv1.JobReasonDeadlineExceeded {
+			t.Fatalf("Job ended %s (%s), want Failed (DeadlineExceeded); log:\n%s", run.Condition, run.Reason, run.Log)
+		}
+		if run.Pod != "" || run.Outcome != nil {
+			t.Errorf("a Pod %q was admitted or the runner ran (%+v)", run.Pod, run.Outcome)
+		}
+		events, err := l.cs.CoreV1().Events("refused").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + job.Name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refused bool
+		for _, e := range events.Items {
+			refused = refused || (e.Reason == "FailedCreate" && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, "pods here must carry a team label"))
+		}
+		if !refused {
+			t.Errorf("no FailedCreate Warning carrying the refusal on the Job; events: %+v; refusals: %q", events.Items, run.Refusals)
+		}
+		if l.ptahRanFor(t, job) {
+			t.Error("ptah ran for a Job whose Pod was refused")
+		}
+	})
+}
+
+func clientScheme(t *testing.T) *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// created fails the test unless a create succeeded or found the object there.
+func created(t *testing.T) func(any, error) {
+	return func(_ any, err error) {
+		t.Helper()
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
