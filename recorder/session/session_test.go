@@ -1,0 +1,286 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
+	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/recorder/execute"
+	"ptah.run/operator/recorder/labenv"
+	"ptah.run/operator/recorder/observe"
+	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/scenario"
+)
+
+var widgets = schema.GroupVersionResource{Group: "test.ptah.run", Version: "v1", Resource: "widgets"}
+
+const planted = "pl4nted-Cred3ntial"
+
+type lab struct {
+	api    *testenv.APIServer
+	dyn    dynamic.Interface
+	runner *Runner
+}
+
+func startLab(t *testing.T) *lab {
+	api := testenv.StartAPIServer(t, testenv.WithCRDs("../observe/testdata/crds"))
+	obs, err := observe.New(api.Config, "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &lab{api: api, dyn: dynamic.NewForConfigOrDie(api.Config), runner: newRunner(t, api, obs)}
+}
+
+func newRunner(t *testing.T, api *testenv.APIServer, obs *observe.Observer) *Runner {
+	return &Runner{
+		Shell: execute.Shell{Dir: t.TempDir(), Timeout: time.Minute, Env: []string{
+			"KUBECONFIG=" + api.Kubeconfig, "NAMESPACE=default", "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
+		}},
+		Observer: obs,
+		Config:   api.Config,
+		Secrets:  []labenv.Secret{{Value: []byte(planted), From: "secrets:1"}},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func widgetYAML(name string, extra string) string {
+	return "kubectl apply -f - <<EOF\napiVersion: test.ptah.run/v1\nkind: Widget\nmetadata:\n  name: " + name + "\n  namespace: \"$NAMESPACE\"\nspec:\n  size: 1\n" + extra + "EOF"
+}
+
+// setWhenPresent writes a Ready condition on the widget as soon as it exists,
+// as a controller would.
+func (l *lab) setWhenPresent(t *testing.T, name, status, reason string, observed int64) {
+	ri := l.dyn.Resource(widgets).Namespace("default")
+	go func() {
+		for i := 0; i < 300; i++ {
+			u, err := ri.Get(context.Background(), name, metav1.GetOptions{})
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			gen := observed
+			if gen == 0 {
+				gen = u.GetGeneration()
+			}
+			_ = unstructured.SetNestedSlice(u.Object, []any{map[string]any{
+				"type": "Ready", "status": status, "reason": reason, "observedGeneration": gen,
+				"lastTransitionTime": time.Now().UTC().Format(time.RFC3339), "message": "set by the test",
+			}}, "status", "conditions")
+			if _, err := ri.UpdateStatus(context.Background(), u, metav1.UpdateOptions{}); err == nil {
+				return
+			}
+		}
+	}()
+}
+
+func TestRecorder(t *testing.T) {
+	l := startLab(t)
+	ctx := context.Background()
+
+	t.Run("a scenario whose checks hold is recorded", func(t *testing.T) {
+		l.setWhenPresent(t, "gizmo", "True", "Done", 0)
+		sc := scenario.Scenario{ID: "widget-ready", Title: "Ready", Tagline: "t", Learn: "l", Tags: []string{"Test"}, Steps: []scenario.Step{
+			{Note: "Create it.", Run: widgetYAML("gizmo", ""), Expect: &scenario.Expect{Exit: ptr(0), StdoutContains: []string{"created"}}},
+			{Note: "It is ready.",
+				Await: &scenario.Observation{Kind: "widget", Name: "gizmo", Timeout: "30s", Generation: "current",
+					Condition: &scenario.Condition{Type: "Ready", Status: "True", Reason: "Done"}},
+				Run: `kubectl -n "$NAMESPACE" get wd gizmo -o jsonpath='{.status.conditions[0].reason}'`,
+				Expect: &scenario.Expect{Exit: ptr(0), StdoutContains: []string{"Done"}, Resource: &scenario.Observation{Kind: "widgets.test.ptah.run", Name: "gizmo",
+					Fields: []scenario.Field{{Path: `status.conditions.#(type=="Ready").reason`, Equals: ptr("Done")}, {Path: "metadata.uid", NotEmpty: true}}}}},
+			{Note: "Only stdout is shown.", Run: "echo visible; echo hidden >&2", Show: []string{"stdout"},
+				Expect: &scenario.Expect{Exit: ptr(0), StdoutContains: []string{"visible"}, StdoutAbsent: []string{"hidden"}}},
+		}}
+		var progress bytes.Buffer
+		l.runner.Progress = &progress
+		defer func() { l.runner.Progress = nil }()
+		rec, err := l.runner.Run(ctx, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var claims []string
+		for _, c := range rec.Checks {
+			if !c.Held {
+				t.Errorf("recorded a check that did not hold: %+v", c)
+			}
+			claims = append(claims, c.Claim)
+		}
+		want := []string{
+			`exits 0, prints "created"`,
+			`widget/gizmo: Ready=True (Done)`,
+			`exits 0, prints "Done"`,
+			`widgets.test.ptah.run/gizmo: status.conditions.#(type=="Ready").reason = "Done"`,
+			`widgets.test.ptah.run/gizmo: metadata.uid is not empty`,
+			`exits 0, prints "visible", never prints "hidden"`,
+		}
+		if strings.Join(claims, "\n") != strings.Join(want, "\n") {
+			t.Errorf("claims:\n%s\nwant:\n%s", strings.Join(claims, "\n"), strings.Join(want, "\n"))
+		}
+		cond := rec.Checks[1].Evidence
+		if cond.Condition == nil || cond.Condition.ObservedGeneration != cond.Condition.Generation || cond.Condition.LastTransitionTime == "" || cond.WaitSeconds == nil {
+			t.Errorf("await evidence = %+v", cond)
+		}
+		for _, line := range rec.Events[2].Output {
+			if strings.Contains(line.Text, "hidden") {
+				t.Errorf("show: [stdout] published stderr: %+v", line)
+			}
+		}
+		if len(rec.Events) != 3 || rec.Events[0].Output[0].Text != "widget.test.ptah.run/gizmo created" {
+			t.Errorf("events = %+v", rec.Events)
+		}
+		if !strings.Contains(progress.String(), "widget-ready step 2/3: waiting for widget/gizmo: Ready=True (Done)") {
+			t.Errorf("progress did not say what step 2 waited for:\n%s", progress.String())
+		}
+
+		r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "0000000", Environment: []recording.Name{}}
+		r.Merge(rec)
+		dir := t.TempDir()
+		if err := recording.Publish(dir, r, l.runner.Secrets); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := os.ReadFile(dir + "/" + recording.RunsFile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := recording.Validate(raw); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("a stale condition does not satisfy generation current", func(t *testing.T) {
+		// Generation 2 (the spec changed), condition written for generation 1.
+		sc := scenario.Scenario{ID: "fenced", Steps: []scenario.Step{
+			{Note: "Create.", Run: widgetYAML("fenced", "") + "\n" + `kubectl -n "$NAMESPACE" patch widget fenced --type=merge -p '{"spec":{"size":2}}'`,
+				Expect: &scenario.Expect{Exit: ptr(0), StdoutContains: []string{"patched"}}},
+			{Note: "Await.", Await: &scenario.Observation{Kind: "widget", Name: "fenced", Timeout: "2s", Generation: "current",
+				Condition: &scenario.Condition{Type: "Ready", Status: "True", Reason: "Done"}},
+				Run: "echo never", Expect: &scenario.Expect{Exit: ptr(0)}},
+		}}
+		ri := l.dyn.Resource(widgets).Namespace("default")
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := 0; i < 300; i++ {
+				if u, err := ri.Get(ctx, "fenced", metav1.GetOptions{}); err == nil && u.GetGeneration() == 2 {
+					l.setWhenPresent(t, "fenced", "True", "Done", 1)
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+		_, err := l.runner.Run(ctx, sc)
+		<-done
+		var f *Failure
+		if !errors.As(err, &f) {
+			t.Fatalf("run = %v, want a failure", err)
+		}
+		last := f.Checks[len(f.Checks)-1]
+		if last.Held || last.Step != 2 || !strings.Contains(last.Evidence.Why, "stale: observedGeneration 1 < generation 2") {
+			t.Errorf("last check = %+v, want step 2 failed as stale", last)
+		}
+		msg := err.Error()
+		for _, want := range []string{`step 1  held    exits 0, prints "patched"`, "step 2  FAILED  widget/fenced: Ready=True (Done)", "Ready=True (Done) since", "nothing was written"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("failure report lacks %q:\n%s", want, msg)
+			}
+		}
+	})
+
+	t.Run("a failed expectation ends the run at that step", func(t *testing.T) {
+		sc := scenario.Scenario{ID: "stops", Steps: []scenario.Step{
+			{Note: "a", Run: "echo one", Expect: &scenario.Expect{Exit: ptr(0), StdoutContains: []string{"one"}}},
+			{Note: "b", Run: "echo two; exit 3", Expect: &scenario.Expect{Exit: ptr(0)}},
+			{Note: "c", Run: "touch ran-after-failure", Expect: &scenario.Expect{Exit: ptr(0)}},
+		}}
+		_, err := l.runner.Run(ctx, sc)
+		var f *Failure
+		if !errors.As(err, &f) || len(f.Checks) != 2 || f.Step != 2 || f.Checks[1].Evidence.Why != "exited 3" {
+			t.Fatalf("run = %v", err)
+		}
+		if _, err := os.Stat(l.runner.Shell.Dir + "/ran-after-failure"); err == nil {
+			t.Errorf("step 3 ran after step 2 failed")
+		}
+	})
+
+	t.Run("retry repeats a read until it holds", func(t *testing.T) {
+		sc := scenario.Scenario{ID: "retry", Steps: []scenario.Step{
+			{Note: "a", Run: "n=$(cat count 2>/dev/null || echo 0); n=$((n+1)); echo $n > count; echo attempt $n", Retry: "30s",
+				Expect: &scenario.Expect{Exit: ptr(0), StdoutContains: []string{"attempt 3"}}},
+		}}
+		rec, err := l.runner.Run(ctx, sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev := rec.Checks[0].Evidence; ev.Attempts != 3 {
+			t.Errorf("attempts = %d, want 3", ev.Attempts)
+		}
+	})
+
+	t.Run("a planted credential is refused wherever it would be published", func(t *testing.T) {
+		cases := map[string]scenario.Step{
+			"command output": {Note: "o", Run: "echo " + planted, Expect: &scenario.Expect{Exit: ptr(0)}},
+			"stderr":         {Note: "e", Run: "echo " + planted + " >&2", Show: []string{"stderr"}, Expect: &scenario.Expect{Exit: ptr(0)}},
+			// The command text splits the value, so only the object holds it whole.
+			"resource field": {Note: "f", Run: "a=" + planted[:5] + "\nb=" + planted[5:] + "\n" + widgetYAML("leaky", "  password: $a$b\n"),
+				Expect: &scenario.Expect{Exit: ptr(0), Resource: &scenario.Observation{Kind: "widget", Name: "leaky",
+					Fields: []scenario.Field{{Path: "spec.password", NotEmpty: true}}}}},
+		}
+		for name, step := range cases {
+			sc := scenario.Scenario{ID: "leak", Steps: []scenario.Step{
+				{Note: "first", Run: "true", Expect: &scenario.Expect{Exit: ptr(0)}},
+				step,
+			}}
+			rec, err := l.runner.Run(ctx, sc)
+			if err != nil {
+				t.Errorf("%s: run: %v", name, err)
+				continue
+			}
+			dir := t.TempDir()
+			r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "x"}
+			r.Merge(rec)
+			err = recording.Publish(dir, r, l.runner.Secrets)
+			var ce *recording.CredentialError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "scenario leak step 2") {
+				t.Errorf("%s: publish = %v, want a refusal naming step 2", name, err)
+			} else if strings.Contains(err.Error(), planted) {
+				t.Errorf("%s: refusal prints the credential", name)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+				t.Errorf("%s: refused publish wrote files", name)
+			}
+		}
+	})
+
+	t.Run("a credential in a failure report is not printed", func(t *testing.T) {
+		sc := scenario.Scenario{ID: "leaky-failure", Steps: []scenario.Step{
+			{Note: "f", Run: widgetYAML("leaky2", "  password: "+planted+"\n"),
+				Expect: &scenario.Expect{Exit: ptr(0), Resource: &scenario.Observation{Kind: "widget", Name: "leaky2",
+					Fields: []scenario.Field{{Path: "spec.password", Equals: ptr("something else")}}}}},
+		}}
+		_, err := l.runner.Run(ctx, sc)
+		if err == nil || strings.Contains(err.Error(), planted) || !strings.Contains(err.Error(), "refused") {
+			t.Errorf("failure = %v, want a refusal that does not print the credential", err)
+		}
+	})
+
+	t.Run("an unknown kind is an error, not absent", func(t *testing.T) {
+		sc := scenario.Scenario{ID: "unknown", Steps: []scenario.Step{
+			{Note: "a", Run: "true", Expect: &scenario.Expect{Exit: ptr(0), Resource: &scenario.Observation{Kind: "gadget", Name: "x", Absent: true}}},
+		}}
+		_, err := l.runner.Run(ctx, sc)
+		var f *Failure
+		if !errors.As(err, &f) || f.Err == nil || !strings.Contains(f.Err.Error(), `no resource type "gadget"`) {
+			t.Errorf("run = %v, want an unknown kind error", err)
+		}
+	})
+}
