@@ -94,7 +94,8 @@ func (l *Lab) provenanceFile() string  { return filepath.Join(l.Dir, "provenance
 
 // OperatorImagesDir is where `make images` leaves the operator's image
 // tarballs (docker save format); Up loads every *.tar there into the cluster.
-func (l *Lab) OperatorImagesDir() string { return filepath.Join(l.Dir, "images") }
+// It is fixed under the repository even when Dir is elsewhere (as in tests).
+func (l *Lab) OperatorImagesDir() string { return filepath.Join(l.Root, "demo", ".lab", "images") }
 
 func (l *Lab) builder() *images.Builder {
 	return &images.Builder{
