@@ -66,10 +66,11 @@ func castOutput(data []byte) (string, error) {
 }
 
 // agree reports the first line where the cast's screen differs from the
-// page's transcript, or "" when the two show the same session.
+// page's transcript, or "" when the two show the same session. The cast
+// types a command's continuation lines after a "> " prompt, as a shell does.
 func agree(cast string, p *Page) string {
-	got := strings.Split(strings.TrimSuffix(ScreenText(cast), "\n"), "\n")
-	want := p.TranscriptLines()
+	got := screenLines(cast)
+	want := p.session("> ")
 	for i := 0; i < len(got) || i < len(want); i++ {
 		var g, w string
 		if i < len(got) {

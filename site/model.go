@@ -97,16 +97,22 @@ func (p *Page) Held() int {
 	return n
 }
 
-// TranscriptLines is the session as a reader's terminal shows it, line by
-// line: "# note", "$ command" (continuation lines as written), then output.
-// The browser test compares the player's terminal with these lines.
-func (p *Page) TranscriptLines() []string {
+// TranscriptLines is the session as the page prints it, line by line:
+// "# note", "$ command" with its continuation lines as written, then the
+// output. The browser test finds each of them in the player's terminal.
+func (p *Page) TranscriptLines() []string { return p.session("") }
+
+// session is the transcript with continuation lines of a command prefixed,
+// as a shell's secondary prompt (and the cast) shows them.
+func (p *Page) session(continuation string) []string {
 	var out []string
 	for _, s := range p.Steps {
 		out = append(out, "# "+s.Note)
 		for i, l := range strings.Split(s.Command, "\n") {
 			if i == 0 {
 				l = "$ " + l
+			} else {
+				l = continuation + l
 			}
 			out = append(out, l)
 		}

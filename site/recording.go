@@ -1,73 +1,39 @@
 package site
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
+
+	"ptah.run/operator/recorder/recording"
 )
 
-// Provisional shape of demo/recordings/runs.json (DESIGN.md section 5) until
-// recorder/recording lands; then these types go and the loader imports it.
-type runs struct {
-	RecordedAt      time.Time     `json:"recordedAt"`
-	Lab             labVersions   `json:"lab"`
-	ScenariosCommit string        `json:"scenariosCommit"`
-	Environment     []EnvName     `json:"environment"`
-	Scenarios       []runScenario `json:"scenarios"`
-}
-
-type labVersions struct {
-	Kubernetes     string `json:"kubernetes"`
-	Kind           string `json:"kind"`
-	OperatorCommit string `json:"operatorCommit"`
-	PtahVersion    string `json:"ptahVersion"`
-	ExecutorDigest string `json:"executorDigest"`
-}
-
-type runScenario struct {
-	ID               string     `json:"id"`
-	Title            string     `json:"title"`
-	Tagline          string     `json:"tagline"`
-	Learn            string     `json:"learn"`
-	Tags             []string   `json:"tags"`
-	File             string     `json:"file"`
-	DefinitionDigest string     `json:"definitionDigest"`
-	Events           []runEvent `json:"events"`
-	Checks           []runCheck `json:"checks"`
-}
-
-type runEvent struct {
-	Step    int         `json:"step"`
-	Note    string      `json:"note"`
-	Command string      `json:"command"`
-	Sync    string      `json:"sync,omitempty"`
-	Output  []runOutput `json:"output"`
-}
-
-type runOutput struct {
-	At     float64 `json:"at"`
-	Stream string  `json:"stream"`
-	Data   string  `json:"data"`
-}
-
-type runCheck struct {
-	Step  int    `json:"step"`
-	Claim string `json:"claim"`
-	Held  bool   `json:"held"`
-}
-
-// loadRecording reads runs.json in dir and builds the site's model from it.
+// loadRecording reads runs.json in dir, checks it against the recording's
+// schema and builds the site's model from it.
 func loadRecording(dir string) (*Site, error) {
-	path := filepath.Join(dir, "runs.json")
+	path := filepath.Join(dir, recording.RunsFile)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the recording: %w (record the scenarios first, or pass -recording)", err)
 	}
-	var r runs
-	if err := json.Unmarshal(raw, &r); err != nil {
+	if err := recording.Validate(raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r, err := recording.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	return model(r)
+}
+
+// model turns a recording into what the pages show. Output lines are shown
+// as a terminal shows them (escape sequences gone), the same way the cast's
+// screen is read, so the two can be compared.
+func model(r *recording.Recording) (*Site, error) {
+	at, err := time.Parse(time.RFC3339, r.RecordedAt)
+	if err != nil {
+		return nil, fmt.Errorf("recordedAt %q is not an RFC 3339 time: %w", r.RecordedAt, err)
 	}
 	s := &Site{
 		Lab: Lab{
@@ -75,19 +41,21 @@ func loadRecording(dir string) (*Site, error) {
 			Operator:   short(r.Lab.OperatorCommit),
 			Ptah:       Value{Short: r.Lab.PtahVersion, Full: r.Lab.PtahVersion},
 			Executor:   short(r.Lab.ExecutorDigest),
-			Recorded:   Value{Short: r.RecordedAt.UTC().Format("2006-01-02"), Full: r.RecordedAt.UTC().Format(time.RFC3339)},
+			Recorded:   Value{Short: at.UTC().Format(time.DateOnly), Full: at.UTC().Format(time.RFC3339)},
 			Scenarios:  short(r.ScenariosCommit),
 		},
-		Environment: r.Environment,
+	}
+	for _, n := range r.Environment {
+		s.Environment = append(s.Environment, EnvName{Name: n.Name, Meaning: n.Meaning})
 	}
 	for _, sc := range r.Scenarios {
 		p := &Page{ID: sc.ID, Title: sc.Title, Tagline: sc.Tagline, Learn: sc.Learn, Tags: sc.Tags, File: sc.File}
 		for _, e := range sc.Events {
-			chunks := make([]Chunk, len(e.Output))
-			for i, o := range e.Output {
-				chunks[i] = Chunk{At: o.At, Stream: o.Stream, Data: o.Data}
+			step := Step{Number: e.Step, Note: e.Note, Command: e.Command, Sync: e.Sync}
+			for _, l := range e.Output {
+				step.Lines = append(step.Lines, Line{At: l.T, Stream: l.Stream, Text: screenLine(l.Text)})
 			}
-			p.Steps = append(p.Steps, Step{Number: e.Step, Note: e.Note, Command: e.Command, Sync: e.Sync, Lines: ScreenLines(chunks)})
+			p.Steps = append(p.Steps, step)
 		}
 		for _, c := range sc.Checks {
 			p.Checks = append(p.Checks, Check{Step: c.Step, Claim: c.Claim, Held: c.Held})

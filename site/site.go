@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"ptah.run/operator/recorder/labenv"
 )
 
 //go:embed templates/*.html
@@ -21,12 +23,12 @@ var templateFS embed.FS
 //go:embed assets
 var assetFS embed.FS
 
-// Options says where the recording is, where the site goes, and which
-// files hold the lab's credentials (none of their values may be published).
+// Options says where the recording is, where the site goes, and the lab's
+// credential values, none of which may be published.
 type Options struct {
-	Recording   string
-	Out         string
-	Credentials []string
+	Recording string
+	Out       string
+	Secrets   []labenv.Secret
 }
 
 var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -46,12 +48,8 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 // builds next to Out and replaces Out only when everything was written and
 // no credential value appears in it, so a refused build publishes nothing.
 func Build(opts Options) (*Site, error) {
-	creds, err := readCredentials(opts.Credentials)
-	if err != nil {
-		return nil, err
-	}
 	// The inputs are read first, so a refusal names the recording's file.
-	if err := creds.refuse(opts.Recording, opts.Recording); err != nil {
+	if err := refuseCredentials(opts.Secrets, opts.Recording, opts.Recording); err != nil {
 		return nil, err
 	}
 	s, err := loadRecording(opts.Recording)
@@ -77,7 +75,7 @@ func Build(opts Options) (*Site, error) {
 	if err := write(s, opts.Recording, tmp); err != nil {
 		return nil, err
 	}
-	if err := creds.refuse(tmp, out); err != nil {
+	if err := refuseCredentials(opts.Secrets, tmp, out); err != nil {
 		return nil, err
 	}
 	if err := os.RemoveAll(out); err != nil {
@@ -92,8 +90,8 @@ func Build(opts Options) (*Site, error) {
 	return s, nil
 }
 
-// validate refuses a recording the site would misrepresent: a page is
-// published only for a scenario whose every check held.
+// validate refuses a recording the site would misrepresent. That every
+// check held is the recording schema's rule, checked when it is read.
 func validate(s *Site) error {
 	seen := map[string]bool{}
 	for _, p := range s.Pages {
@@ -108,11 +106,6 @@ func validate(s *Site) error {
 			return fmt.Errorf("scenario %s has no checks in the recording: a replay page states what held", p.ID)
 		}
 		seen[p.ID] = true
-		for _, c := range p.Checks {
-			if !c.Held {
-				return fmt.Errorf("scenario %s, step %d: %q did not hold; a recording with a failed check is not published", p.ID, c.Step, c.Claim)
-			}
-		}
 	}
 	return nil
 }

@@ -9,40 +9,28 @@ import (
 	"testing"
 
 	"golang.org/x/net/html"
+
+	"ptah.run/operator/recorder/labenv"
+	"ptah.run/operator/recorder/recording"
 )
 
 func TestScreenLines(t *testing.T) {
 	cases := []struct {
-		name   string
-		chunks []Chunk
-		want   []Line
+		name string
+		data string
+		want []string
 	}{
-		{"crlf and a last line without newline",
-			[]Chunk{{At: 1, Stream: "o", Data: "one\r\ntwo\r\nthree"}},
-			[]Line{{1, "o", "one"}, {1, "o", "two"}, {1, "o", "three"}}},
-		{"colour and cursor sequences dropped, even split across chunks",
-			[]Chunk{{At: 1, Stream: "o", Data: "\x1b[1;3"}, {At: 2, Stream: "o", Data: "2mgreen\x1b[0m \x1b]0;title\x07ok\r\n"}},
-			[]Line{{2, "o", "green ok"}}},
-		{"carriage return starts the line over",
-			[]Chunk{{At: 1, Stream: "o", Data: "10%\r50%\r100% done\r\n"}},
-			[]Line{{1, "o", "100% done"}}},
-		{"backspace removes a character",
-			[]Chunk{{At: 1, Stream: "o", Data: "nop\bt\n"}},
-			[]Line{{1, "o", "not"}}},
-		{"a rune split across chunks stays whole",
-			[]Chunk{{At: 1, Stream: "o", Data: "Deployment\xe2\x80"}, {At: 2, Stream: "o", Data: "\x99s name\n"}},
-			[]Line{{2, "o", "Deployment’s name"}}},
-		{"streams keep their own line and merge by time",
-			[]Chunk{{At: 1, Stream: "stdout", Data: "out-"}, {At: 2, Stream: "stderr", Data: "err\n"}, {At: 3, Stream: "stdout", Data: "line\n"}},
-			[]Line{{2, "stderr", "err"}, {3, "stdout", "out-line"}}},
-		{"empty lines are kept",
-			[]Chunk{{At: 1, Stream: "o", Data: "a\r\n\r\nb\r\n"}},
-			[]Line{{1, "o", "a"}, {1, "o", ""}, {1, "o", "b"}}},
+		{"crlf and a last line without newline", "one\r\ntwo\r\nthree", []string{"one", "two", "three"}},
+		{"colour, cursor and title sequences dropped", "\x1b[1;32mgreen\x1b[0m \x1b]0;title\x07ok\x1b[2K\r\n", []string{"green ok"}},
+		{"carriage return starts the line over", "10%\r50%\r100% done\r\n", []string{"100% done"}},
+		{"backspace removes a character", "nop\bt\n", []string{"not"}},
+		{"tabs stay, other controls go", "a\tb\x07c\n", []string{"a\tbc"}},
+		{"empty lines are kept", "a\r\n\r\nb\r\n", []string{"a", "", "b"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := ScreenLines(c.chunks); !reflect.DeepEqual(got, c.want) {
-				t.Errorf("ScreenLines = %+v, want %+v", got, c.want)
+			if got := screenLines(c.data); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("screenLines(%q) = %q, want %q", c.data, got, c.want)
 			}
 		})
 	}
@@ -81,13 +69,26 @@ func TestGroupByFirstTag(t *testing.T) {
 }
 
 // build writes r as a recording and builds the site from it.
-func build(t *testing.T, r runs, creds ...string) (string, *Site, error) {
+func build(t *testing.T, r *recording.Recording, secrets ...labenv.Secret) (string, *Site, error) {
 	t.Helper()
 	dir := t.TempDir()
 	writeRecording(t, filepath.Join(dir, "recording"), r)
 	out := filepath.Join(dir, "public")
-	s, err := Build(Options{Recording: filepath.Join(dir, "recording"), Out: out, Credentials: creds})
+	s, err := Build(Options{Recording: filepath.Join(dir, "recording"), Out: out, Secrets: secrets})
 	return out, s, err
+}
+
+// fixtureLab loads testdata/lab the way the recorder loads demo/.lab.
+func fixtureLab(t *testing.T) []labenv.Secret {
+	t.Helper()
+	lab, err := labenv.Load(filepath.Join("testdata", "lab", "environment"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lab.Secrets) != 2 {
+		t.Fatalf("the fixture lab has %d secrets, want the password and one from its credential file", len(lab.Secrets))
+	}
+	return lab.Secrets
 }
 
 func parse(t *testing.T, path string) *html.Node {
@@ -195,7 +196,7 @@ func TestChecksTableHasOneRowPerCheck(t *testing.T) {
 	}
 	doc := parse(t, filepath.Join(out, "failure-recovery.html"))
 	rows := find(doc, func(n *html.Node) bool { return n.Data == "tr" && n.Parent.Data == "tbody" })
-	want := fixture().Scenarios[1].Checks
+	want := fixture().Scenarios[0].Checks
 	if len(rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(rows), len(want))
 	}
@@ -222,7 +223,7 @@ func TestCatalogGroupsAndLinks(t *testing.T) {
 		}
 		got = append(got, entry)
 	}
-	want := []string{"Getting started: lab-setup.html", "Operations: failure-recovery.html markup-in-commands.html"}
+	want := []string{"Operations: failure-recovery.html markup-in-commands.html", "Getting started: lab-setup.html"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("catalog = %q, want %q", got, want)
 	}
@@ -257,7 +258,7 @@ func TestCommandTextIsEscapedNotInterpreted(t *testing.T) {
 		t.Errorf("note reads %q", text(note[0]))
 	}
 	lines := find(doc, func(n *html.Node) bool { return hasClass(n, "line") })
-	if len(lines) != 2 || text(lines[0]) != "1" || text(lines[1]) != "warning: <stderr> & more" || !hasClass(lines[1], "stream-stderr") {
+	if len(lines) != 2 || text(lines[0]) != "1" || text(lines[1]) != "100% <stderr> & more" || !hasClass(lines[1], "stream-stderr") {
 		t.Errorf("output lines wrong: %d lines", len(lines))
 	}
 	if title := text(find(doc, func(n *html.Node) bool { return n.Data == "h1" })[0]); title != sc.Title {
@@ -312,33 +313,59 @@ func TestCastAgreesWithEvents(t *testing.T) {
 }
 
 func TestPlantedCredentialRefusesTheBuild(t *testing.T) {
-	r := fixture()
-	r.Scenarios[1].Events[3].Output[0].Data += `,"password":"` + plantedSecret + `"`
-	creds := filepath.Join("testdata", "lab")
-	out, _, err := build(t, r, creds)
-	if err == nil {
-		t.Fatal("the build published a planted credential")
+	secrets := fixtureLab(t)
+	plant := map[string]func(*recording.Recording){
+		"the registry password in output": func(r *recording.Recording) {
+			r.Scenarios[0].Events[3].Output[0].Text += `,"password":"` + plantedPassword + `"`
+		},
+		"a credential file's value in a note": func(r *recording.Recording) {
+			r.Scenarios[2].Events[0].Note += " " + plantedSecret
+		},
 	}
-	if strings.Contains(err.Error(), plantedSecret) {
-		t.Errorf("the refusal prints the credential: %v", err)
+	for name, planted := range plant {
+		t.Run(name, func(t *testing.T) {
+			r := fixture()
+			planted(r)
+			out, _, err := build(t, r, secrets...)
+			if err == nil {
+				t.Fatal("the build published a planted credential")
+			}
+			for _, v := range []string{plantedPassword, plantedSecret} {
+				if strings.Contains(err.Error(), v) {
+					t.Errorf("the refusal prints the credential: %v", err)
+				}
+			}
+			if !strings.Contains(err.Error(), ".cast") && !strings.Contains(err.Error(), "runs.json") {
+				t.Errorf("the refusal does not name the file: %v", err)
+			}
+			if _, err := os.Stat(out); !os.IsNotExist(err) {
+				t.Errorf("a refused build left %s behind", out)
+			}
+		})
 	}
-	if !strings.Contains(err.Error(), "runs.json") {
-		t.Errorf("the refusal does not name the file: %v", err)
-	}
-	if _, err := os.Stat(out); !os.IsNotExist(err) {
-		t.Errorf("a refused build left %s behind", out)
-	}
-	// Without the planted value the same lab's credentials let it build.
-	if _, _, err := build(t, fixture(), creds); err != nil {
+	// Without a planted value the same lab's credentials let it build.
+	if _, _, err := build(t, fixture(), secrets...); err != nil {
 		t.Errorf("clean recording refused: %v", err)
+	}
+}
+
+func TestEscapedCredentialInAPageIsFound(t *testing.T) {
+	dir := t.TempDir()
+	page := "<pre>" + html.EscapeString(plantedPassword) + "</pre>"
+	if err := os.WriteFile(filepath.Join(dir, "a.html"), []byte(page), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := refuseCredentials(fixtureLab(t), dir, "site/public")
+	if err == nil || !strings.Contains(err.Error(), filepath.Join("site/public", "a.html")) || strings.Contains(err.Error(), plantedPassword) {
+		t.Errorf("err = %v, want a refusal naming site/public/a.html without the value", err)
 	}
 }
 
 func TestFailedCheckIsNotPublished(t *testing.T) {
 	r := fixture()
-	r.Scenarios[1].Checks[6].Held = false
+	r.Scenarios[0].Checks[6].Held = false
 	_, _, err := build(t, r)
-	if err == nil || !strings.Contains(err.Error(), "InSync=True (ScopedConverged)") || !strings.Contains(err.Error(), "step 6") {
-		t.Fatalf("err = %v, want a refusal naming step 6's claim", err)
+	if err == nil || !strings.Contains(err.Error(), "runs.json") || !strings.Contains(err.Error(), "/scenarios/0/checks/6/held") {
+		t.Fatalf("err = %v, want a refusal naming runs.json and the check", err)
 	}
 }

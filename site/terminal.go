@@ -1,61 +1,38 @@
 package site
 
 import (
-	"sort"
 	"strings"
 	"unicode/utf8"
 )
 
-// Chunk is one timed piece of a command's output as the recording holds it:
-// the bytes a terminal received, At seconds after the command started.
-type Chunk struct {
-	At     float64
-	Stream string
-	Data   string
-}
-
-// Line is one line of output as a terminal finally shows it, stamped with
-// the time its last byte arrived, so the player can show it when it did.
+// Line is one line of output as the page shows it, with the seconds from the
+// command's start to its last byte, so the player shows it when it came.
 type Line struct {
 	At     float64
 	Stream string
 	Text   string
 }
 
-// ScreenLines turns the chunks of one command into the lines a reader's
-// terminal shows: escape sequences (colour, cursor, titles) are dropped, a
-// carriage return starts the line over, a backspace removes a character.
-// Each stream keeps its own line in progress, so stdout and stderr arriving
-// in the same moment do not splice into one line.
-func ScreenLines(chunks []Chunk) []Line {
-	byStream := map[string]*screen{}
-	var order []string
-	for _, c := range chunks {
-		s := byStream[c.Stream]
-		if s == nil {
-			s = &screen{stream: c.Stream}
-			byStream[c.Stream] = s
-			order = append(order, c.Stream)
-		}
-		s.write(c.At, c.Data)
+// screenLines reads bytes written to a terminal and returns the lines it
+// shows: escape sequences (colour, cursor, titles) are dropped, a carriage
+// return starts the line over, a backspace removes a character. A last line
+// without a newline is still shown.
+func screenLines(data string) []string {
+	var s screen
+	for len(data) > 0 {
+		r, n := utf8.DecodeRuneInString(data)
+		data = data[n:]
+		s.put(r)
 	}
-	var lines []Line
-	for _, name := range order {
-		lines = append(lines, byStream[name].close()...)
+	if len(s.line) > 0 {
+		s.lines = append(s.lines, string(s.line))
 	}
-	sort.SliceStable(lines, func(i, j int) bool { return lines[i].At < lines[j].At })
-	return lines
+	return s.lines
 }
 
-// ScreenText is ScreenLines for bytes without timing, as one string with a
-// newline after every line.
-func ScreenText(data string) string {
-	var b strings.Builder
-	for _, l := range ScreenLines([]Chunk{{Data: data}}) {
-		b.WriteString(l.Text)
-		b.WriteByte('\n')
-	}
-	return b.String()
+// screenLine is one recorded output line as a terminal shows it.
+func screenLine(text string) string {
+	return strings.Join(screenLines(text), "\n")
 }
 
 // escape states of the small terminal model.
@@ -67,37 +44,16 @@ const (
 	oscEsc
 )
 
-// screen is one stream's line in progress.
 type screen struct {
-	stream string
-	state  int
-	line   []rune
+	state int
+	line  []rune
 	// returned is set by a carriage return: the next character overwrites
 	// the line from its start, while a newline keeps it.
 	returned bool
-	// partial holds the first bytes of a rune split across chunks.
-	partial string
-	last    float64
-	lines   []Line
+	lines    []string
 }
 
-func (s *screen) write(at float64, data string) {
-	s.last = at
-	data = s.partial + data
-	s.partial = ""
-	for len(data) > 0 {
-		// A rune whose bytes go on in the next chunk waits for them.
-		if !utf8.FullRuneInString(data) {
-			s.partial = data
-			return
-		}
-		r, n := utf8.DecodeRuneInString(data)
-		data = data[n:]
-		s.put(at, r)
-	}
-}
-
-func (s *screen) put(at float64, r rune) {
+func (s *screen) put(r rune) {
 	switch s.state {
 	case escStart:
 		switch r {
@@ -132,38 +88,19 @@ func (s *screen) put(at float64, r rune) {
 	case r == '\r':
 		s.returned = true
 	case r == '\n':
-		s.lines = append(s.lines, Line{At: at, Stream: s.stream, Text: string(s.line)})
+		s.lines = append(s.lines, string(s.line))
 		s.line = s.line[:0]
 		s.returned = false
 	case r == '\b':
 		if len(s.line) > 0 {
 			s.line = s.line[:len(s.line)-1]
 		}
-	case r == '\t':
-		s.overwrite()
-		s.line = append(s.line, r)
-	case r < 0x20 || r == 0x7f:
+	case r < 0x20 && r != '\t', r == 0x7f:
 	default:
-		s.overwrite()
+		if s.returned {
+			s.line = s.line[:0]
+			s.returned = false
+		}
 		s.line = append(s.line, r)
 	}
-}
-
-func (s *screen) overwrite() {
-	if s.returned {
-		s.line = s.line[:0]
-		s.returned = false
-	}
-}
-
-// close ends the stream: a last line without a newline is still shown.
-func (s *screen) close() []Line {
-	for _, r := range s.partial {
-		s.put(s.last, r)
-	}
-	if len(s.line) > 0 {
-		s.lines = append(s.lines, Line{At: s.last, Stream: s.stream, Text: string(s.line)})
-		s.line = nil
-	}
-	return s.lines
 }
