@@ -1,0 +1,78 @@
+// Command manager runs the Ptah operator: it reconciles PtahSchemas by
+// running each database operation in a Job. It only wires flags, the scheme
+// and the controller; the behaviour lives in operator/controller.
+package main
+
+import (
+	"flag"
+	"os"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/controller"
+	"ptah.run/operator/operator/runner"
+)
+
+func main() {
+	var (
+		image, ptahVersion, metricsAddr, probeAddr, plainHTTP string
+		leaderElect                                           bool
+	)
+	flag.StringVar(&image, "executor-image", "ptah-executor:dev", "image of the Jobs' runner and ptah")
+	flag.StringVar(&ptahVersion, "ptah-version", "dev", "ptah version the executor image holds (part of the execution binding)")
+	flag.StringVar(&plainHTTP, "plain-http-registries", "", "comma-separated registry hosts reached over plain HTTP")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one manager reconciles")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address (0 disables it)")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("manager")
+
+	scheme := runtime.NewScheme()
+	must(clientgoscheme.AddToScheme(scheme))
+	must(v1alpha1.AddToScheme(scheme))
+
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
+		HealthProbeBindAddress: probeAddr,
+		LeaderElection:         leaderElect,
+		LeaderElectionID:       "ptah-operator.operator.ptah.run",
+		Cache:                  controller.CacheOptions(),
+	})
+	if err != nil {
+		log.Error(err, "create the manager")
+		os.Exit(1)
+	}
+	var hosts []string
+	if plainHTTP != "" {
+		hosts = strings.Split(plainHTTP, ",")
+	}
+	b := controller.Binding{ExecutorImage: image, PtahVersion: ptahVersion, Protocol: runner.ProtocolVersion}
+	if err := controller.New(mgr, b, hosts).SetupWithManager(mgr); err != nil {
+		log.Error(err, "set up the PtahSchema controller")
+		os.Exit(1)
+	}
+	must(mgr.AddHealthzCheck("healthz", healthz.Ping))
+	must(mgr.AddReadyzCheck("readyz", healthz.Ping))
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "run the manager")
+		os.Exit(1)
+	}
+}
+
+func must(err error) {
+	if err != nil {
+		ctrl.Log.Error(err, "start")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,192 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/runner"
+)
+
+// ControllerStateVersion names the shape of the state this controller keeps
+// in status; a change retires evidence produced under the old shape.
+const ControllerStateVersion = "v1"
+
+// Binding is what a manager executes operations under: the executor image,
+// the ptah version it holds, the runner protocol and the controller-state
+// version. Evidence produced under one binding is not trusted under another.
+type Binding struct {
+	ExecutorImage string
+	PtahVersion   string
+	Protocol      string
+}
+
+// of is the binding a schema's operations run under (its runnerImage wins).
+func (b Binding) of(s *v1alpha1.PtahSchema) v1alpha1.ExecutionBinding {
+	img := b.ExecutorImage
+	if s.Spec.Execution.RunnerImage != "" {
+		img = s.Spec.Execution.RunnerImage
+	}
+	return v1alpha1.ExecutionBinding{
+		ExecutorImage:          img,
+		PtahVersion:            b.PtahVersion,
+		RunnerProtocol:         b.Protocol,
+		ControllerStateVersion: ControllerStateVersion,
+	}
+}
+
+// bindingID is a short stable name for a binding, as a claim records it.
+func bindingID(b v1alpha1.ExecutionBinding) string {
+	return ControllerStateVersion + "-" + hexDigest(b)[:32]
+}
+
+// claimInputs are what an operation is computed from; a change of any gives a
+// different claim, hence a different Job.
+type claimInputs struct {
+	UID            string                  `json:"uid"`
+	Generation     int64                   `json:"generation"`
+	Spec           v1alpha1.PtahSchemaSpec `json:"spec"`
+	ResolvedDigest string                  `json:"resolvedDigest,omitempty"`
+	Plan           string                  `json:"plan,omitempty"`
+}
+
+// newClaim is the claim for the next operation of s. It is a pure function
+// of its inputs, so a manager that restarts between writing a claim and
+// creating its Job finds the same Job name in status and resumes.
+func newClaim(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, binding v1alpha1.ExecutionBinding) *v1alpha1.ActiveOperation {
+	in := claimInputs{UID: string(s.UID), Generation: s.Generation, Spec: s.Spec}
+	if typ != v1alpha1.OperationResolve && s.Status.Source != nil {
+		in.ResolvedDigest = s.Status.Source.ResolvedDigest
+	}
+	if typ == v1alpha1.OperationApply && s.Status.Plan != nil {
+		in.Plan = s.Status.Plan.Fingerprint
+	}
+	input := "sha256:" + hexDigest(in)
+	bid := bindingID(binding)
+	coord := hexDigest(struct {
+		UID     string                 `json:"uid"`
+		Type    v1alpha1.OperationType `json:"type"`
+		Input   string                 `json:"input"`
+		Attempt int32                  `json:"attempt"`
+		Binding string                 `json:"binding"`
+	}{string(s.UID), typ, input, attempt, bid})
+	return &v1alpha1.ActiveOperation{
+		Type:               typ,
+		ID:                 "sha256:" + hexDigest("operation\x00"+coord),
+		InputFingerprint:   input,
+		Attempt:            attempt,
+		JobName:            jobName(typ, s.Name, coord[:16]),
+		CoordinationDigest: "sha256:" + coord,
+		ExecutionBindingID: bid,
+	}
+}
+
+// claimHex is the 16 hex digits that name a claim's Job and credential.
+func claimHex(c *v1alpha1.ActiveOperation) string {
+	return strings.TrimPrefix(c.CoordinationDigest, "sha256:")[:16]
+}
+
+// jobName is ptah-<op>-<schema>-<16 hex>, the schema name shortened so the
+// whole fits a label value (the Job controller labels Pods with it).
+func jobName(typ v1alpha1.OperationType, schema, hex16 string) string {
+	prefix := "ptah-" + runnerOp(typ) + "-"
+	room := 63 - len(prefix) - 1 - len(hex16)
+	if len(schema) > room {
+		schema = strings.TrimRight(schema[:room], "-.")
+	}
+	return prefix + schema + "-" + hex16
+}
+
+// runnerOp is the protocol's name for an operation type.
+func runnerOp(typ v1alpha1.OperationType) string {
+	switch typ {
+	case v1alpha1.OperationResolve:
+		return runner.OpResolve
+	case v1alpha1.OperationVerify:
+		return runner.OpVerify
+	case v1alpha1.OperationObserve:
+		return runner.OpObserve
+	case v1alpha1.OperationPlan:
+		return runner.OpPlan
+	case v1alpha1.OperationApply:
+		return runner.OpApply
+	case v1alpha1.OperationProof:
+		return runner.OpProof
+	}
+	return strings.ToLower(string(typ))
+}
+
+// phaseOf is the phase a dispatched operation shows.
+func phaseOf(typ v1alpha1.OperationType) v1alpha1.Phase {
+	switch typ {
+	case v1alpha1.OperationResolve:
+		return v1alpha1.PhaseResolving
+	case v1alpha1.OperationVerify:
+		return v1alpha1.PhaseVerifying
+	case v1alpha1.OperationObserve:
+		return v1alpha1.PhaseObserving
+	case v1alpha1.OperationPlan:
+		return v1alpha1.PhasePlanning
+	case v1alpha1.OperationApply:
+		return v1alpha1.PhaseApplying
+	case v1alpha1.OperationProof:
+		return v1alpha1.PhaseVerifyingConvergence
+	}
+	return v1alpha1.PhasePending
+}
+
+// readOnly operations never change the database; a failure of one is simply
+// tried again.
+func readOnly(typ v1alpha1.OperationType) bool { return typ != v1alpha1.OperationApply }
+
+func hexDigest(v any) string {
+	var b []byte
+	if s, ok := v.(string); ok {
+		b = []byte(s)
+	} else {
+		var err error
+		if b, err = json.Marshal(v); err != nil {
+			panic(err) // only plain structs are hashed
+		}
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// pinned is ociRef addressed by digest: oci://host/repo@sha256:...
+func pinned(ociRef, digest string) string {
+	ref := ociRef
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if slash := strings.LastIndex(ref, "/"); slash >= 0 {
+		if colon := strings.LastIndex(ref[slash:], ":"); colon >= 0 {
+			ref = ref[:slash+colon]
+		}
+	}
+	return ref + "@" + digest
+}
+
+// registryHost is the host[:port] of an oci:// reference.
+func registryHost(ociRef string) string {
+	h := strings.TrimPrefix(ociRef, "oci://")
+	if i := strings.Index(h, "/"); i >= 0 {
+		h = h[:i]
+	}
+	return h
+}
+
+// planName is the PtahSchemaPlan's name, derived from its fingerprint.
+func planName(schema, fingerprint string) string {
+	hex16 := hexDigest(fingerprint)[:16]
+	if h := strings.TrimPrefix(fingerprint, "sha256:"); h != fingerprint && len(h) >= 16 {
+		hex16 = h[:16]
+	}
+	room := 253 - 1 - len(hex16)
+	if len(schema) > room {
+		schema = schema[:room]
+	}
+	return schema + "-" + hex16
+}

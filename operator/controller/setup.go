@@ -1,0 +1,67 @@
+package controller
+
+import (
+	"context"
+
+	batchv1 "k8s.io/api/batch/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// Name is the controller's name, and the reporting controller of its Events.
+const Name = "ptah-operator"
+
+// New builds the PtahSchema reconciler from a manager's clients.
+func New(mgr ctrl.Manager, b Binding, plainHTTP []string) *SchemaReconciler {
+	return &SchemaReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Events:    mgr.GetEventRecorder(Name),
+		Binding:   b,
+		PlainHTTP: plainHTTP,
+	}
+}
+
+// CacheOptions keeps only the Jobs this manager created in its cache.
+func CacheOptions() cache.Options {
+	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: managed}}}
+}
+
+// SetupWithManager reconciles a schema when its spec changes, when one of
+// its Jobs does, when a result record names it, or when an approval does.
+// Its own status writes do not wake it: every write is followed by a requeue.
+func (r *SchemaReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("ptahschema").
+		For(&v1alpha1.PtahSchema{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&batchv1.Job{}).
+		Watches(&v1alpha1.PtahResultRecord{}, handler.EnqueueRequestsFromMapFunc(recordSubject)).
+		Watches(&v1alpha1.PtahSchemaApproval{}, handler.EnqueueRequestsFromMapFunc(approvalSubject)).
+		Complete(r)
+}
+
+func recordSubject(_ context.Context, o client.Object) []reconcile.Request {
+	rec, ok := o.(*v1alpha1.PtahResultRecord)
+	if !ok || rec.Spec.Subject.Kind != v1alpha1.KindPtahSchema {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: rec.Namespace, Name: rec.Spec.Subject.Name}}}
+}
+
+func approvalSubject(_ context.Context, o client.Object) []reconcile.Request {
+	a, ok := o.(*v1alpha1.PtahSchemaApproval)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: a.Namespace, Name: a.Spec.SchemaName}}}
+}
