@@ -25,21 +25,32 @@ type PtahSchemaApprovalSpec struct {
 }
 
 // Approver is who created the approval, as the API server authenticated the
-// request. Admission (config/admission) overwrites whatever the client sent
-// and refuses an object whose approver differs from the requesting user.
+// create request. Admission (config/admission) overwrites whatever the client
+// sent and refuses an object whose approver differs from the requesting user.
+// Admission policies cannot see the request's UID; the object's own
+// metadata.uid and creationTimestamp, both set by the API server on create,
+// identify the request and its time instead.
+//
+// The stamp never changes; empty fields are left out rather than written
+// empty, so an object reads back the same through clients that omit them.
+// +kubebuilder:validation:XValidation:rule="self.username == oldSelf.username && has(self.uid) == has(oldSelf.uid) && has(self.groups) == has(oldSelf.groups)",message="approvedBy is stamped at creation and never changes"
 type Approver struct {
+	// +kubebuilder:validation:MaxLength=512
 	Username string `json:"username"`
+	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="approvedBy is stamped at creation and never changes"
 	// +optional
 	UID string `json:"uid,omitempty"`
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=512
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="approvedBy is stamped at creation and never changes"
 	// +optional
 	Groups []string `json:"groups,omitempty"`
-	// RequestUID is the UID of the create request that stamped this.
-	RequestUID string `json:"requestUID"`
 }
 
-// PtahSchemaApproval approves one immutable plan of one PtahSchema. When it
-// was approved is metadata.creationTimestamp, which the API server sets.
+// PtahSchemaApproval approves one immutable plan of one PtahSchema. Who
+// approved is approvedBy; when is metadata.creationTimestamp.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:categories=ptah
@@ -47,7 +58,7 @@ type Approver struct {
 // +kubebuilder:printcolumn:name="Plan",type=string,JSONPath=`.spec.planName`
 // +kubebuilder:printcolumn:name="Approver",type=string,JSONPath=`.approvedBy.username`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
-// +kubebuilder:validation:XValidation:rule="has(self.approvedBy) == has(oldSelf.approvedBy) && (!has(self.approvedBy) || self.approvedBy == oldSelf.approvedBy)",message="approvedBy is stamped at creation and never changes"
+// +kubebuilder:validation:XValidation:rule="has(self.approvedBy) == has(oldSelf.approvedBy)",message="approvedBy is stamped at creation and never changes"
 type PtahSchemaApproval struct {
 	metav1.TypeMeta `json:",inline"`
 	// +optional
