@@ -71,6 +71,14 @@ func New(root string, stdout, log io.Writer) *Lab {
 	return l
 }
 
+// WithDir keeps the lab's state in dir instead of demo/.lab (tests use
+// this to run a lab beside a user's).
+func (l *Lab) WithDir(dir string) *Lab {
+	l.Dir = dir
+	l.r.Path = l.binDir()
+	return l
+}
+
 // DefaultCache is ~/.cache/ptah/lab (or under XDG_CACHE_HOME).
 func DefaultCache() string {
 	base := os.Getenv("XDG_CACHE_HOME")

@@ -1,0 +1,157 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"ptah.run/operator/demo/lab/internal/docker"
+	"ptah.run/operator/recorder/labenv"
+)
+
+// lockedBuffer collects progress written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestLabUpAndDown brings a real lab up from nothing beside any other, checks
+// what it made, brings it up again, and takes it down. It needs root, Docker
+// from apt and the network to Debian and the Go module proxy on a cold cache.
+func TestLabUpAndDown(t *testing.T) {
+	if os.Getenv("PTAH_LAB_E2E") != "1" {
+		t.Skip("set PTAH_LAB_E2E=1 to bring a real lab up and down")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var progress lockedBuffer
+	var stdout bytes.Buffer
+	l := New(root, &stdout, io.MultiWriter(&progress, os.Stderr)).WithDir(filepath.Join(t.TempDir(), ".lab"))
+	ctx := context.Background()
+	t.Cleanup(func() {
+		if _, err := os.Stat(l.createdFile()); err == nil {
+			_ = l.Down(context.Background(), false)
+		}
+	})
+
+	start := time.Now()
+	if err := l.Up(ctx); err != nil {
+		t.Fatalf("lab up: %v", err)
+	}
+	t.Logf("lab up (first): %s", time.Since(start).Round(time.Second))
+	start = time.Now()
+	if err := l.Up(ctx); err != nil {
+		t.Fatalf("lab up, second time: %v", err)
+	}
+	t.Logf("lab up (again, idempotent): %s", time.Since(start).Round(time.Second))
+
+	env, err := labenv.Load(l.environmentFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"KUBECONFIG", "NAMESPACE", "OPERATOR_NAMESPACE", "CONTROLLER", "REGISTRY_IN_CLUSTER", "PTAH_OCI_REGISTRY", "PTAH_LAB_RUN_ID", "PTAH_LAB_SECRETS"} {
+		if v, _ := env.Lookup(k); v == "" {
+			t.Errorf("environment has no %s", k)
+		}
+	}
+	if len(env.Secrets) < 3 {
+		t.Errorf("the recorder sees %d secrets, want every generated password", len(env.Secrets))
+	}
+	get := func(args ...string) string {
+		t.Helper()
+		out, err := l.kubectlCmd(ctx, "", append([]string{"-n", Namespace, "get"}, args...)...)
+		if err != nil {
+			t.Fatalf("kubectl get %v: %v", args, err)
+		}
+		return out
+	}
+	cluster := env.Values["PTAH_LAB_CLUSTER"]
+	postgresIP, err := l.d.IP(ctx, cluster+"-postgres", "kind")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := get("endpointslice", "postgres-lab", "-o", "jsonpath={.endpoints[0].addresses[0]}"); got != postgresIP {
+		t.Errorf("EndpointSlice postgres-lab points at %q, want the container's %s", got, postgresIP)
+	}
+	if got := get("service", "registry", "postgres", "-o", "name"); got != "service/registry\nservice/postgres" {
+		t.Errorf("services: %q", got)
+	}
+	if got := get("configmap", policyConfigMap, "-o", "jsonpath={.immutable}"); got != "true" {
+		t.Errorf("verification policy immutable = %q, want true", got)
+	}
+	url, err := base64.StdEncoding.DecodeString(get("secret", databaseSecret, "-o", "jsonpath={.data.url}"))
+	if err != nil || !strings.HasPrefix(string(url), "postgres://"+appRole+":") {
+		t.Errorf("secret %s key url does not hold the application role's URL", databaseSecret)
+	}
+	if got := get("secret", registrySecret, "-o", "jsonpath={.type}"); got != "kubernetes.io/dockerconfigjson" {
+		t.Errorf("secret %s type %q", registrySecret, got)
+	}
+
+	stdout.Reset()
+	if err := l.Psql(ctx, "select 40 + 2 as answer"); err != nil {
+		t.Fatalf("lab psql: %v", err)
+	}
+	if !strings.Contains(stdout.String(), "42") {
+		t.Errorf("lab psql printed %q, want 42", stdout.String())
+	}
+	stdout.Reset()
+	if err := l.Psql(ctx, "select rolsuper, rolcreatedb, rolcreaterole from pg_roles where rolname = current_user"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "f           | f           | f") {
+		t.Errorf("the application role is not least-privileged: %q", stdout.String())
+	}
+	creds, err := l.loadCredentials()
+	if err != nil || creds == nil {
+		t.Fatalf("credentials: %v", err)
+	}
+	for _, v := range creds.values() {
+		if strings.Contains(progress.String(), v) || strings.Contains(stdout.String(), v) {
+			t.Errorf("a generated password appears in the lab's output")
+		}
+	}
+
+	runID := env.RunID
+	madeNetwork := loadCreated(l.createdFile()).has("network", "kind")
+	start = time.Now()
+	if err := l.Down(ctx, false); err != nil {
+		t.Fatalf("lab down: %v", err)
+	}
+	t.Logf("lab down: %s", time.Since(start).Round(time.Second))
+	if ok, err := l.clusterExists(cluster); err != nil || ok {
+		t.Errorf("cluster %s still listed after down (%v)", cluster, err)
+	}
+	if left, _ := l.d.ContainersWithLabel(ctx, docker.LabelRun, runID); len(left) > 0 {
+		t.Errorf("containers left after down: %v", left)
+	}
+	if out, _ := l.r.Output(ctx, "docker", "ps", "-a", "--format", "{{.Names}}"); strings.Contains(out, runID) {
+		t.Errorf("docker ps -a still shows the lab: %q", out)
+	}
+	if madeNetwork && l.d.NetworkExists(ctx, "kind") {
+		t.Errorf("network kind, created by the lab, remains")
+	}
+	if _, err := os.Stat(l.environmentFile()); err == nil {
+		t.Errorf("environment file remains after down")
+	}
+}
