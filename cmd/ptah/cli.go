@@ -197,4 +197,3 @@ func versionCmd(fs *flag.FlagSet) action {
 		return versionResult{version}, false, noArgs(args)
 	}
 }
-

@@ -226,3 +226,50 @@ func TestSchemaCommands(t *testing.T) {
 		}
 	})
 }
+
+func TestMigrationCommands(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	reg := testenv.StartRegistry(t)
+	dbURL := pg.CreateDatabase(t, "ledger")
+	u, _ := url.Parse(dbURL)
+	password, _ := u.User.Password()
+	c := &cli{t: t, secrets: []string{password, reg.Password}}
+	t.Setenv(database.URLEnv, dbURL)
+	t.Setenv("PTAH_OCI_REGISTRY", reg.Host)
+	t.Setenv("PTAH_OCI_USERNAME", reg.Username)
+	t.Setenv("PTAH_OCI_PASSWORD", reg.Password)
+
+	src := t.TempDir()
+	write(t, src, "0000000001_accounts.up.sql", "CREATE TABLE accounts (id bigserial PRIMARY KEY);\n")
+	write(t, src, "0000000002_entries.up.sql", "CREATE TABLE entries (id bigserial PRIMARY KEY, account_id bigint REFERENCES accounts(id));\n")
+	c.run("migrations", "up", "--dir", src, "--json").want(t, 2, report.ChecksumMismatch)
+	c.run("migrations", "hash", "--dir", src, "--json").want(t, 0, "")
+
+	ref := "oci://" + reg.Host + "/migrations/ledger:v1"
+	pushed := c.run("migrations", "push", ref, "--dir", src, "--plain-http", "--json").want(t, 0, "")
+	dir := filepath.Join(t.TempDir(), "pulled")
+	pulled := c.run("migrations", "pull", pushed.result()["reference"].(string), "--dir", dir, "--plain-http", "--json").want(t, 0, "")
+	if m, _ := pulled.result()["migrations"].([]any); len(m) != 2 {
+		t.Fatalf("pulled: %s", pulled.stdout)
+	}
+	c.run("schema", "pull", ref, "--out", filepath.Join(dir, "x.sql"), "--plain-http", "--json").want(t, 2, report.ArtifactType)
+
+	st := c.run("migrations", "status", "--dir", dir, "--json").want(t, 0, "")
+	if st.result()["status"] != "Pending" {
+		t.Fatalf("status: %s", st.stdout)
+	}
+	c.run("migrations", "up", "--dir", dir, "--expect-sequence", "1", "--json").want(t, 2, report.SequenceMismatch)
+	o := c.run("migrations", "up", "--dir", dir, "--expect-sequence", "1,2", "--json").want(t, 0, "")
+	if o.result()["status"] != "Applied" || o.result()["current"] != float64(2) {
+		t.Fatalf("up: %s", o.stdout)
+	}
+	o = c.run("migrations", "up", "--dir", dir, "--expect-sequence", "none", "--json").want(t, 0, "")
+	if o.result()["status"] != "UpToDate" {
+		t.Fatalf("second up: %s", o.stdout)
+	}
+
+	// A history edited by hand: the recorded checksum of version 1 no longer matches.
+	pg.Exec(t, "ledger", `UPDATE ptah.migration_revisions SET checksum = 'sha256:edited' WHERE version = 1`)
+	c.run("migrations", "status", "--dir", dir, "--json").want(t, 2, report.HistoryModified)
+	c.run("migrations", "up", "--dir", dir, "--json").want(t, 2, report.HistoryModified)
+}

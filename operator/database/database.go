@@ -121,6 +121,26 @@ func LockTx(ctx context.Context, tx *sql.Tx, target string, timeout time.Duratio
 	return nil
 }
 
+// LockSession takes the writers' advisory lock for the session of conn,
+// waiting at most timeout, until pg_advisory_unlock or the end of the
+// session (sql.Conn.Close only returns it to the pool). As with
+// LockTx, lock_timeout stays set for the session.
+func LockSession(ctx context.Context, conn *sql.Conn, target string, timeout time.Duration) error {
+	if timeout <= 0 {
+		return report.Errorf(report.Usage, "--lock-timeout must be positive")
+	}
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = %d", timeout.Milliseconds())); err != nil {
+		return StatementError(target, "set lock_timeout", err)
+	}
+	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", LockKey); err != nil {
+		if IsLockTimeout(err) {
+			return report.Errorf(report.LockTimeout, "another session holds the ptah writer lock on %s; not granted within %s, nothing was changed", target, timeout)
+		}
+		return StatementError(target, "take the ptah writer lock", err)
+	}
+	return nil
+}
+
 // IsLockTimeout reports whether err is PostgreSQL giving up on a lock wait.
 func IsLockTimeout(err error) bool {
 	var pgErr *pgconn.PgError

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 )
@@ -97,7 +95,7 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 		return nil, database.StatementError(db.Target, "connect", err)
 	}
 	defer conn.Close()
-	if err := lockSession(ctx, conn, db.Target, opts.LockTimeout); err != nil {
+	if err := database.LockSession(ctx, conn, db.Target, opts.LockTimeout); err != nil {
 		return nil, err
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", database.LockKey)
@@ -171,8 +169,14 @@ func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration) (
 			return database.StatementError(target, "begin", err)
 		}
 		defer tx.Rollback()
-		if _, err := tx.ExecContext(ctx, m.text); err != nil {
-			return migrationError(target, m, err)
+		exec := func(ctx context.Context, q string) error {
+			_, err := tx.ExecContext(ctx, q)
+			return err
+		}
+		if err := database.ExecScript(ctx, exec, target, m.File, m.text, report.Execution); err != nil {
+			e := report.AsError(err)
+			e.Message += "; its transaction was rolled back"
+			return e
 		}
 		if _, err := tx.ExecContext(ctx, "UPDATE "+revisionTable+" SET dirty = false, applied_at = now() WHERE version = $1", m.Version); err != nil {
 			return database.StatementError(target, fmt.Sprintf("record migration %d as applied", m.Version), err)
@@ -200,40 +204,6 @@ func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration) (
 type unknownOutcome struct{ err *report.Error }
 
 func (u *unknownOutcome) Error() string { return u.err.Error() }
-
-// migrationError names the file and line PostgreSQL's error position points at.
-func migrationError(target string, m Migration, err error) error {
-	var pgErr *pgconn.PgError
-	if !errors.As(err, &pgErr) {
-		return database.StatementError(target, "run "+m.File, err)
-	}
-	where := m.File
-	if pos := int(pgErr.Position); pos > 0 {
-		r := []rune(m.text)
-		where = fmt.Sprintf("%s:%d", m.File, 1+strings.Count(string(r[:min(pos-1, len(r))]), "\n"))
-	}
-	code := report.Execution
-	if database.IsLockTimeout(err) {
-		code = report.LockTimeout
-	}
-	return report.Errorf(code, "%s: %s (SQLSTATE %s); its transaction was rolled back", where, pgErr.Message, pgErr.Code)
-}
-
-func lockSession(ctx context.Context, conn *sql.Conn, target string, timeout time.Duration) error {
-	if timeout <= 0 {
-		return report.Errorf(report.Usage, "--lock-timeout must be positive")
-	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = %d", timeout.Milliseconds())); err != nil {
-		return database.StatementError(target, "set lock_timeout", err)
-	}
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", database.LockKey); err != nil {
-		if database.IsLockTimeout(err) {
-			return report.Errorf(report.LockTimeout, "another session holds the ptah writer lock on %s; not granted within %s, nothing was applied", target, timeout)
-		}
-		return database.StatementError(target, "take the ptah writer lock", err)
-	}
-	return nil
-}
 
 func readHistory(ctx context.Context, conn *sql.Conn, target string) ([]Revision, error) {
 	var exists bool

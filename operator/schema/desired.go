@@ -9,11 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
-	"ariga.io/atlas/sql/migrate"
-	"github.com/jackc/pgx/v5/pgconn"
-
+	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 )
 
@@ -58,35 +55,16 @@ func loadScratch(ctx context.Context, tx *sql.Tx, files []File) (string, error) 
 			return "", fmt.Errorf("prepare the scratch schema (the role needs CREATE on the database): %w", err)
 		}
 	}
+	exec := func(ctx context.Context, q string) error {
+		_, err := tx.ExecContext(ctx, q)
+		return err
+	}
 	for _, f := range files {
-		stmts, err := migrate.Stmts(f.Text)
-		if err != nil {
-			return "", report.Errorf(report.Parse, "%s: cannot split into statements: %v; nothing was applied", f.Name, err)
-		}
-		for _, s := range stmts {
-			if _, err := tx.ExecContext(ctx, s.Text); err != nil {
-				return "", parseError(f, s, err)
-			}
+		if err := database.ExecScript(ctx, exec, "", f.Name, f.Text, report.Parse); err != nil {
+			e := report.AsError(err)
+			e.Message += "; nothing was applied"
+			return "", e
 		}
 	}
 	return scratch, nil
-}
-
-// parseError names the file and line of the failing statement, refined by
-// PostgreSQL's error position when it gives one.
-func parseError(f File, s *migrate.Stmt, err error) error {
-	line := 1 + strings.Count(f.Text[:s.Pos], "\n")
-	msg := err.Error()
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		msg = pgErr.Message
-		if pos := int(pgErr.Position); pos > 0 {
-			r := []rune(s.Text)
-			if pos > len(r) {
-				pos = len(r)
-			}
-			line += strings.Count(string(r[:pos-1]), "\n")
-		}
-	}
-	return report.Errorf(report.Parse, "%s:%d: %s; nothing was applied", f.Name, line, msg)
 }
