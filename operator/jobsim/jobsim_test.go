@@ -50,7 +50,8 @@ type lab struct {
 
 func startLab(t *testing.T) *lab {
 	l := &lab{}
-	l.api = testenv.StartAPIServer(t, testenv.WithCRDs(filepath.Join("..", "config", "crd", "bases")))
+	// Only the record's CRD: the runner writes nothing else.
+	l.api = testenv.StartAPIServer(t, testenv.WithCRDs(filepath.Join("..", "config", "crd", "bases", "operator.ptah.run_ptahresultrecords.yaml")))
 	l.pg = testenv.StartPostgres(t)
 	l.reg = testenv.StartRegistry(t)
 	l.dbURL = l.pg.CreateDatabase(t, "shop")
@@ -170,7 +171,7 @@ func (l *lab) run(t *testing.T, o operation) *batchv1.Job {
 					}},
 					Volumes: []corev1.Volume{
 						{Name: "result", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
-							{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: filepath.Base(runner.TokenPath), ExpirationSeconds: ptr(int64(600))}},
+							{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: runner.TokenAudience, Path: filepath.Base(runner.TokenPath), ExpirationSeconds: ptr(int64(600))}},
 							{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"},
 								Items: []corev1.KeyToPath{{Key: "ca.crt", Path: filepath.Base(runner.CAPath)}}}},
 						}}}},

@@ -43,9 +43,14 @@ const (
 // the operation ends, which revokes the token. The runner waits until
 // SelfSubjectAccessReview says it may create the record before running ptah.
 const (
-	TokenPath     = "/var/run/secrets/ptah.run/result/token"
-	CAPath        = "/var/run/secrets/ptah.run/result/ca.crt"
-	TokenAudience = "ptah.run/result"
+	TokenPath = "/var/run/secrets/ptah.run/result/token"
+	CAPath    = "/var/run/secrets/ptah.run/result/ca.crt"
+	// TokenAudience is the projected token's audience: empty, which means
+	// the API server's own. The runner presents the token to the API server,
+	// and kube-apiserver refuses (401) a token for any audience outside its
+	// --api-audiences, so a custom audience such as "ptah.run/result" would
+	// make every record undeliverable (operator/jobsim tests this).
+	TokenAudience = ""
 )
 
 // Operation types, one Job each.
