@@ -215,6 +215,11 @@ func (c shape) text(v any, p keyPath) (any, bool) {
 			return "False", true
 		}
 	}
+	if b, ok := v.(bool); ok {
+		c.refuse(p, fmt.Sprintf("is read as the boolean %t, not text (YAML reads unquoted y, yes, on, n, no, off as booleans)", b),
+			fmt.Sprintf("write %s: \"...\" with the text in quotes", k))
+		return nil, false
+	}
 	c.refuse(p, "is "+describe(v)+", not text", fmt.Sprintf("write %s: \"...\" with the text in quotes", k))
 	return nil, false
 }

@@ -229,8 +229,14 @@ func (a *analyzer) command(st *syntax.Stmt, s *scope, piped bool) (ok, done *sco
 	case *syntax.FuncDecl:
 		w := s.clone()
 		d := &funcDef{body: c.Body, scope: w, at: a.at, via: a.via}
-		w.funcs[c.Name.Value] = d
 		a.defs = append(a.defs, d)
+		// An anonymous function runs where it is written.
+		if c.Name == nil {
+			d.called = true
+			_, done := a.stmt(c.Body, w, piped)
+			return done, done
+		}
+		w.funcs[c.Name.Value] = d
 		return w, w
 	case *syntax.TimeClause:
 		return a.stmt(c.Stmt, s, piped)
@@ -286,7 +292,9 @@ func (a *analyzer) forClause(c *syntax.ForClause, s *scope) (ok, done *scope) {
 		}
 	}
 	body := w.clone()
-	body.set(iter.Name.Value, value{}, false)
+	if iter.Name != nil {
+		body.set(iter.Name.Value, value{}, false)
+	}
 	_, doneB := a.stmts(c.Do, body, false)
 	if once {
 		return doneB, doneB
@@ -312,6 +320,9 @@ func (a *analyzer) assign(as *syntax.Assign, s *scope, export bool) {
 	}
 	if as.Index != nil {
 		a.arith(as.Index, s)
+	}
+	if as.Name == nil {
+		return
 	}
 	if as.Append {
 		a.readUnlessOwn(as.Name.Value, s, as.Pos(), "")

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"ptah.run/operator/recorder/envnames"
+	"ptah.run/operator/recorder/execute"
+	"ptah.run/operator/recorder/labenv"
+	"ptah.run/operator/recorder/normalize"
+	"ptah.run/operator/recorder/observe"
+	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/scenario"
+	"ptah.run/operator/recorder/session"
+)
+
+// record runs the scenarios (or the -only one) against the lab and, when
+// every check held and nothing would publish a credential, writes the
+// recording.
+func record(o options, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	code, err := recordAll(ctx, o, stdout, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "record: %v\n", err)
+	}
+	return code
+}
+
+func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, error) {
+	all, err := scenario.LoadDir(o.scenarios)
+	var refused scenario.Refusals
+	if errors.As(err, &refused) {
+		return 1, fmt.Errorf("%v\nthe scenarios do not load; `record -check` lists every refusal", err)
+	}
+	if err != nil {
+		return 2, fmt.Errorf("%v; name a folder of scenario files with -scenarios", err)
+	}
+	if o.only != "" {
+		all = only(all, o.only)
+		if all == nil {
+			return 2, fmt.Errorf("no scenario has id %q in %s", o.only, o.scenarios)
+		}
+	}
+
+	root, err := repoRoot()
+	if err != nil {
+		return 1, err
+	}
+	commit, describe, err := recording.Pin(root)
+	if err != nil {
+		return 1, err
+	}
+	lab, err := labenv.Load(o.environment)
+	if err != nil {
+		return 1, err
+	}
+	var existing *recording.Recording
+	if o.only != "" {
+		if existing, err = mergeTarget(o.output, lab.Versions); err != nil {
+			return 1, err
+		}
+	}
+	runner, err := newRunner(lab, root, stderr)
+	if err != nil {
+		return 1, err
+	}
+
+	var recorded []recording.Scenario
+	var runs []ran
+	held := 0
+	for _, s := range all {
+		s.File = relative(root, s.File)
+		rec, err := runner.Run(ctx, s)
+		var failed *session.Failure
+		if errors.As(err, &failed) {
+			writeJUnit(o.junit, lab, runs, failed, stderr)
+			fmt.Fprintln(stderr, failed.Error())
+			return 1, nil
+		}
+		if err != nil {
+			return 1, fmt.Errorf("scenario %s: %w", s.ID, err)
+		}
+		recorded = append(recorded, rec)
+		runs = append(runs, ran{rec.ID, rec.Checks})
+		held += len(rec.Checks)
+	}
+
+	out := existing
+	if out == nil {
+		out = &recording.Recording{Lab: lab.Versions}
+	}
+	out.RecordedAt = time.Now().UTC().Format(time.RFC3339)
+	out.ScenariosCommit, out.ScenariosDescribe = commit, describe
+	out.Environment = nil
+	for _, n := range envnames.Published() {
+		out.Environment = append(out.Environment, recording.Name{Name: n.Name, Meaning: n.Meaning})
+	}
+	for _, r := range recorded {
+		out.Merge(r)
+	}
+	if err := recording.Publish(o.output, out, lab.Secrets); err != nil {
+		return 1, err
+	}
+	writeJUnit(o.junit, lab, runs, nil, stderr)
+	fmt.Fprintf(stdout, "recorded %d %s, %d checks held, into %s (scenarios at %s)\n",
+		len(recorded), plural(len(recorded), "scenario"), held, o.output, describe)
+	return 0, nil
+}
+
+func only(all []scenario.Scenario, id string) []scenario.Scenario {
+	for _, s := range all {
+		if s.ID == id {
+			return []scenario.Scenario{s}
+		}
+	}
+	return nil
+}
+
+// mergeTarget reads the recording -only merges into; a recording made
+// against another lab cannot take a scenario from this one.
+func mergeTarget(file string, lab labenv.Versions) (*recording.Recording, error) {
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	r, err := recording.Read(file)
+	if err != nil {
+		return nil, err
+	}
+	if r.Lab != lab {
+		return nil, fmt.Errorf("refused: %s was recorded against another lab (%+v, this lab is %+v); re-record every scenario (without -only) or use that lab", file, r.Lab, lab)
+	}
+	return r, nil
+}
+
+// newRunner connects to the cluster the lab names and builds the command
+// environment from the published names alone.
+func newRunner(lab *labenv.Lab, root string, stderr io.Writer) (*session.Runner, error) {
+	kubeconfig, _ := lab.Lookup("KUBECONFIG")
+	if kubeconfig == "" {
+		return nil, fmt.Errorf("%s names no KUBECONFIG: the recorder needs the cluster the commands run against", lab.File)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("read KUBECONFIG %s from %s: %w", kubeconfig, lab.File, err)
+	}
+	namespace, _ := lab.Lookup("NAMESPACE")
+	obs, err := observe.New(cfg, namespace)
+	if err != nil {
+		return nil, err
+	}
+	env := envnames.Environ(func(name string) (string, bool) {
+		if envnames.IsPublished(name) {
+			return lab.Lookup(name)
+		}
+		return os.LookupEnv(name)
+	})
+	return &session.Runner{
+		Shell:      execute.Shell{Dir: root, Env: env, Timeout: session.DefaultCommand},
+		Observer:   obs,
+		Config:     cfg,
+		Normalizer: normalize.Normalizer{RunID: lab.RunID},
+		Secrets:    lab.Secrets,
+		Lab:        lab,
+		Progress:   stderr,
+	}, nil
+}
+
+func repoRoot() (string, error) {
+	out, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	if err != nil {
+		return "", fmt.Errorf("find the repository root (run record inside the checkout): %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func relative(root, file string) string {
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return file
+	}
+	if rel, err := filepath.Rel(root, abs); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return file
+}

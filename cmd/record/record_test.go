@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/recorder/recording"
+)
+
+const scenarioYAML = `id: config-demo
+title: A config map
+tagline: Create one and read it back.
+learn: What the recorder checks.
+tags: [Test]
+reset:
+  - kubectl -n "$NAMESPACE" delete configmap demo-k7q2x9 --ignore-not-found
+steps:
+  - note: Create it.
+    run: kubectl -n "$NAMESPACE" create configmap demo-k7q2x9 --from-literal=colour=blue
+    expect:
+      exit: 0
+      stdout_contains: [created]
+      resource:
+        kind: cm
+        name: demo-k7q2x9
+        fields:
+          - path: data.colour
+            equals: blue
+  - note: Read it back.
+    run: kubectl -n "$NAMESPACE" get configmap demo-k7q2x9 -o jsonpath='{.data.colour}{"\n"}'
+    expect:
+      exit: 0
+      stdout_contains: [blue]
+      stdout_absent: ["nobody:nobody"]
+`
+
+type repo struct {
+	t   *testing.T
+	dir string
+}
+
+func (r repo) git(args ...string) {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		r.t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+}
+
+func (r repo) write(name, body string) {
+	r.t.Helper()
+	p := filepath.Join(r.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		r.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+func runRecord(t *testing.T, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(args, &stdout, &stderr)
+	return code, stdout.String(), stderr.String()
+}
+
+func TestRecordVerifyOnly(t *testing.T) {
+	api := testenv.StartAPIServer(t)
+	lab := t.TempDir()
+	if err := os.WriteFile(filepath.Join(lab, "secrets"), []byte("s3cret-lab-value\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	envFile := filepath.Join(lab, "environment")
+	writeEnv := func(kubernetes string) {
+		env := "KUBECONFIG=" + api.Kubeconfig + "\nNAMESPACE=default\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_KUBERNETES=" + kubernetes + "\n"
+		if err := os.WriteFile(envFile, []byte(env), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeEnv("v1.37.2")
+
+	r := repo{t, t.TempDir()}
+	r.git("init", "-q")
+	r.write("scenarios/config-demo.yaml", scenarioYAML)
+	r.git("add", ".")
+	r.git("commit", "-qm", "scenarios")
+	t.Chdir(r.dir)
+	junit := filepath.Join(lab, "junit.xml")
+	out := filepath.Join(r.dir, "demo/recordings/runs.json")
+	args := []string{"-scenarios", "scenarios", "-output", out, "-environment", envFile}
+
+	code, stdout, stderr := runRecord(t, append(args, "-junit", junit)...)
+	if code != 0 {
+		t.Fatalf("record exited %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "recorded 1 scenario, 3 checks held") {
+		t.Errorf("stdout = %q", stdout)
+	}
+	if !strings.Contains(stderr, "config-demo step 1/2") {
+		t.Errorf("no progress line on stderr: %q", stderr)
+	}
+	raw, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := recording.Validate(raw); err != nil {
+		t.Error(err)
+	}
+	rec, _ := recording.Read(out)
+	if got := rec.Scenarios[0].Events[0].Output[0].Text; got != "configmap/demo-run created" {
+		t.Errorf("published output %q, want the run id normalized", got)
+	}
+	if rec.Scenarios[0].File != "scenarios/config-demo.yaml" || len(rec.ScenariosCommit) != 40 || len(rec.Environment) == 0 {
+		t.Errorf("recording metadata: file %q commit %q environment %d", rec.Scenarios[0].File, rec.ScenariosCommit, len(rec.Environment))
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "demo/recordings/config-demo.cast")); err != nil {
+		t.Errorf("no cast: %v", err)
+	}
+	var suite junitSuite
+	jraw, _ := os.ReadFile(junit)
+	if err := xml.Unmarshal(jraw, &suite); err != nil || suite.Tests != 3 || suite.Failures != 0 {
+		t.Errorf("junit = %+v, %v", suite, err)
+	}
+
+	t.Run("verify passes on the fresh recording", func(t *testing.T) {
+		if code, _, stderr := runRecord(t, "-verify", "-scenarios", "scenarios", "-output", out); code != 0 {
+			t.Errorf("verify exited %d: %s", code, stderr)
+		}
+	})
+
+	t.Run("a dirty tree is refused", func(t *testing.T) {
+		// runs.json itself is uncommitted now.
+		code, _, stderr := runRecord(t, args...)
+		if code != 1 || !strings.Contains(stderr, "refused") || !strings.Contains(stderr, "demo/recordings") {
+			t.Errorf("record in a dirty tree exited %d: %s", code, stderr)
+		}
+	})
+	r.git("add", ".")
+	r.git("commit", "-qm", "recording")
+
+	t.Run("verify notices a changed definition but not a reworded note", func(t *testing.T) {
+		r.write("scenarios/config-demo.yaml", strings.Replace(scenarioYAML, "Read it back.", "Read it again.", 1))
+		if code, _, stderr := runRecord(t, "-verify", "-scenarios", "scenarios", "-output", out); code != 0 {
+			t.Errorf("a reworded note failed verify: %s", stderr)
+		}
+		r.write("scenarios/config-demo.yaml", strings.Replace(scenarioYAML, "[blue]", "[blu]", 1))
+		code, _, stderr := runRecord(t, "-verify", "-scenarios", "scenarios", "-output", out)
+		if code != 1 || !strings.Contains(stderr, "scenario config-demo changed since it was recorded") {
+			t.Errorf("verify of a changed definition exited %d: %s", code, stderr)
+		}
+		r.git("checkout", "scenarios/config-demo.yaml")
+	})
+
+	t.Run("only refuses a recording from another lab", func(t *testing.T) {
+		writeEnv("v1.99.0")
+		defer writeEnv("v1.37.2")
+		code, _, stderr := runRecord(t, append(args, "-only", "config-demo")...)
+		if code != 1 || !strings.Contains(stderr, "recorded against another lab") {
+			t.Errorf("-only against another lab exited %d: %s", code, stderr)
+		}
+	})
+
+	t.Run("a failed check writes nothing and prints the checks", func(t *testing.T) {
+		before, _ := os.ReadFile(out)
+		r.write("scenarios/config-demo.yaml", strings.Replace(scenarioYAML, "stdout_contains: [blue]", "stdout_contains: [green]", 1))
+		r.git("commit", "-qam", "break it")
+		code, _, stderr := runRecord(t, append(args, "-only", "config-demo", "-junit", junit)...)
+		if code != 1 || !strings.Contains(stderr, `step 2  FAILED  exits 0, prints "green"`) || !strings.Contains(stderr, "nothing was written") {
+			t.Errorf("failing record exited %d: %s", code, stderr)
+		}
+		after, _ := os.ReadFile(out)
+		if !bytes.Equal(before, after) {
+			t.Errorf("a failed run changed %s", out)
+		}
+		jraw, _ := os.ReadFile(junit)
+		if err := xml.Unmarshal(jraw, &suite); err != nil || suite.Failures != 1 {
+			t.Errorf("junit after failure = %+v, %v", suite, err)
+		}
+	})
+
+	t.Run("a credential in the output is refused", func(t *testing.T) {
+		r.write("scenarios/config-demo.yaml", scenarioYAML+
+			"  - note: Leak it.\n    run: echo s3cret-lab-value\n    expect:\n      exit: 0\n")
+		r.git("commit", "-qam", "leak")
+		before, _ := os.ReadFile(out)
+		code, _, stderr := runRecord(t, append(args, "-only", "config-demo")...)
+		if code != 1 || !strings.Contains(stderr, "scenario config-demo step 3") || strings.Contains(stderr, "s3cret-lab-value") {
+			t.Errorf("leaking record exited %d: %s", code, stderr)
+		}
+		if after, _ := os.ReadFile(out); !bytes.Equal(before, after) {
+			t.Errorf("a refused run changed %s", out)
+		}
+	})
+}
