@@ -116,12 +116,26 @@ func fixture() *recording.Recording {
 	return r
 }
 
-// writeRecording publishes r into dir with recorder/recording, as the
-// recorder does: runs.json and one cast per scenario.
+// writeRecording writes r into dir with recorder/recording's encoder and
+// cast writer, as the recorder publishes it: runs.json and one cast per
+// scenario.
 func writeRecording(t *testing.T, dir string, r *recording.Recording) {
 	t.Helper()
-	if err := recording.Publish(dir, r, nil); err != nil {
+	runs, err := r.Encode()
+	if err != nil {
 		t.Fatal(err)
+	}
+	files := map[string][]byte{recording.RunsFile: runs}
+	for _, s := range r.Scenarios {
+		files[s.ID+".cast"] = recording.Cast(s)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
