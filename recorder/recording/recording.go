@@ -25,7 +25,7 @@ import (
 //go:embed runs.schema.json
 var Schema []byte
 
-// File names inside the recordings folder.
+// RunsFile is the recording's usual name, next to the casts.
 const RunsFile = "runs.json"
 
 // Recording is runs.json.
@@ -137,10 +137,11 @@ func (r *Recording) Encode() ([]byte, error) {
 }
 
 // Publish scans everything for credentials and, only when nothing is found,
-// writes runs.json and one cast per scenario in r into dir. Files are
+// writes r to runsFile and one <id>.cast per scenario next to it. Files are
 // written to temporaries and renamed, so a failed publish leaves the old
 // recording whole.
-func Publish(dir string, r *Recording, secrets []labenv.Secret) error {
+func Publish(runsFile string, r *Recording, secrets []labenv.Secret) error {
+	dir := filepath.Dir(runsFile)
 	files := map[string][]byte{}
 	for _, s := range r.Scenarios {
 		if err := Scan(secrets, s); err != nil {
@@ -156,10 +157,10 @@ func Publish(dir string, r *Recording, secrets []labenv.Secret) error {
 	if err != nil {
 		return err
 	}
-	if err := scanBytes(secrets, RunsFile, runs); err != nil {
+	if err := scanBytes(secrets, filepath.Base(runsFile), runs); err != nil {
 		return err
 	}
-	files[RunsFile] = runs
+	files[filepath.Base(runsFile)] = runs
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("recording: create %s: %w", dir, err)
 	}

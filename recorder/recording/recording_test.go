@@ -170,7 +170,7 @@ func TestCredentialRefusedWhereverItIsPublished(t *testing.T) {
 		dir := t.TempDir()
 		r := sample()
 		plant(r)
-		err := Publish(dir, r, secrets)
+		err := Publish(filepath.Join(dir, RunsFile), r, secrets)
 		var ce *CredentialError
 		if !errors.As(err, &ce) {
 			t.Errorf("%s: publish = %v, want a credential refusal", name, err)
@@ -184,7 +184,7 @@ func TestCredentialRefusedWhereverItIsPublished(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	if err := Publish(dir, sample(), secrets); err != nil {
+	if err := Publish(filepath.Join(dir, RunsFile), sample(), secrets); err != nil {
 		t.Fatalf("clean recording refused: %v", err)
 	}
 	for _, f := range []string{RunsFile, "failure-recovery.cast"} {

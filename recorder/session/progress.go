@@ -8,6 +8,9 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"ptah.run/operator/recorder/labenv"
+	"ptah.run/operator/recorder/recording"
 )
 
 // progress is the live line: scenario, step, what it is doing, elapsed.
@@ -15,6 +18,7 @@ import (
 // each new activity is one line.
 type progress struct {
 	w        io.Writer
+	secrets  []labenv.Secret
 	live     bool
 	scenario string
 	steps    int
@@ -26,8 +30,8 @@ type progress struct {
 	done  chan struct{}
 }
 
-func newProgress(w io.Writer, scenario string, steps int) *progress {
-	p := &progress{w: w, scenario: scenario, steps: steps, done: make(chan struct{})}
+func newProgress(w io.Writer, secrets []labenv.Secret, scenario string, steps int) *progress {
+	p := &progress{w: w, secrets: secrets, scenario: scenario, steps: steps, done: make(chan struct{})}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.live = true
 		go p.tick()
@@ -42,6 +46,11 @@ func (p *progress) line() string {
 func (p *progress) set(step int, what string) {
 	if p.w == nil {
 		return
+	}
+	// The line shows command text, which is checked for credentials only
+	// when the recording is published: check it before printing too.
+	if recording.ScanText(p.secrets, "", what) != nil {
+		what = "(withheld: the text holds a credential of the lab)"
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -127,7 +127,7 @@ func (r *Runner) Run(ctx context.Context, s scenario.Scenario) (recording.Scenar
 		RecordedAt:       time.Now().UTC().Format(time.RFC3339),
 		Events:           []recording.Event{},
 	}
-	ru := &run{Runner: r, sc: s, progress: newProgress(r.Progress, s.ID, len(s.Steps))}
+	ru := &run{Runner: r, sc: s, progress: newProgress(r.Progress, r.Secrets, s.ID, len(s.Steps))}
 	defer ru.progress.stop()
 
 	for i, cmd := range s.Reset {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -145,7 +146,7 @@ func TestRecorder(t *testing.T) {
 		r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "0000000", Environment: []recording.Name{}}
 		r.Merge(rec)
 		dir := t.TempDir()
-		if err := recording.Publish(dir, r, l.runner.Secrets); err != nil {
+		if err := recording.Publish(filepath.Join(dir, recording.RunsFile), r, l.runner.Secrets); err != nil {
 			t.Fatal(err)
 		}
 		raw, err := os.ReadFile(dir + "/" + recording.RunsFile)
@@ -248,7 +249,7 @@ func TestRecorder(t *testing.T) {
 			dir := t.TempDir()
 			r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "x"}
 			r.Merge(rec)
-			err = recording.Publish(dir, r, l.runner.Secrets)
+			err = recording.Publish(filepath.Join(dir, recording.RunsFile), r, l.runner.Secrets)
 			var ce *recording.CredentialError
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "scenario leak step 2") {
 				t.Errorf("%s: publish = %v, want a refusal naming step 2", name, err)
