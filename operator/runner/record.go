@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"strings"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
@@ -12,7 +14,7 @@ func record(op *Operation, out *Outcome) *v1alpha1.PtahResultRecord {
 	rec := &v1alpha1.PtahResultRecord{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: op.RecordName, Namespace: op.Namespace,
-			Labels: map[string]string{LabelSchema: op.Schema, LabelOperation: op.ID},
+			Labels: map[string]string{LabelSchema: op.Schema, LabelOperation: labelValue(op.ID)},
 		},
 		Spec: v1alpha1.PtahResultRecordSpec{
 			Subject:        v1alpha1.ResultSubject{Kind: v1alpha1.KindPtahSchema, Name: op.Schema},
@@ -37,4 +39,14 @@ func record(op *Operation, out *Outcome) *v1alpha1.PtahResultRecord {
 		rec.Spec.Result = &v1alpha1.OperationResult{}
 	}
 	return rec
+}
+
+// labelValue fits an operation id ("sha256:<64 hex>") into a label value,
+// which allows neither ':' nor more than 63 characters: the hex, cut to 63.
+func labelValue(id string) string {
+	v := strings.TrimPrefix(id, "sha256:")
+	if len(v) > 63 {
+		v = v[:63]
+	}
+	return v
 }
