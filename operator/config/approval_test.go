@@ -34,7 +34,7 @@ func eventually(t *testing.T, what string, ok func() error) {
 
 func approval(name string, by *v1alpha1.Approver) *v1alpha1.PtahSchemaApproval {
 	a := &v1alpha1.PtahSchemaApproval{
-		Spec: v1alpha1.PtahSchemaApprovalSpec{SchemaName: "orders", PlanName: "orders-f1", PlanFingerprint: "f1"},
+		Spec:       v1alpha1.PtahSchemaApprovalSpec{SchemaName: "orders", PlanName: "orders-f1", PlanFingerprint: "f1"},
 		ApprovedBy: by,
 	}
 	a.Name, a.Namespace = name, namespace
@@ -47,6 +47,7 @@ func forgedApprover() *v1alpha1.Approver {
 }
 
 func TestApprovalApprover(t *testing.T) {
+	t.Parallel()
 	api := testenv.StartAPIServer(t, testenv.WithCRDs("crd/bases"))
 	admin := newClient(t, api.Config)
 	ctx := context.Background()

@@ -128,6 +128,7 @@ func refusal(t *testing.T, err error, parts ...string) {
 }
 
 func TestCRDValidation(t *testing.T) {
+	t.Parallel()
 	api := testenv.StartAPIServer(t, testenv.WithCRDs("crd/bases"))
 	c := newClient(t, api.Config)
 	ctx := context.Background()

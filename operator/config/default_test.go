@@ -36,6 +36,7 @@ func allowed(ctx context.Context, c client.Client, group, resource, subresource,
 // would, creates every object in a real API server, and asks the server's
 // RBAC what the manager's service account may do.
 func TestDefaultBaseInstalls(t *testing.T) {
+	t.Parallel()
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl is not on PATH; it builds the kustomize base")
