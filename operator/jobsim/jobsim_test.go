@@ -102,6 +102,7 @@ type operation struct {
 	dbURL     string
 	deadline  int64
 	podLabels map[string]string
+	env       []corev1.EnvVar
 }
 
 func (l *lab) run(t *testing.T, o operation) *batchv1.Job {
@@ -156,14 +157,14 @@ func (l *lab) run(t *testing.T, o operation) *batchv1.Job {
 					AutomountServiceAccountToken: ptr(false),
 					Containers: []corev1.Container{{
 						Name: "runner", Image: "ptah-executor:dev",
-						Env: []corev1.EnvVar{
+						Env: append([]corev1.EnvVar{
 							{Name: runner.EnvProtocol, Value: o.protocol},
 							{Name: runner.EnvOperation, Value: string(opJSON)},
 							{Name: runner.EnvDatabaseURL, ValueFrom: secret("shop-db", "url")},
 							{Name: runner.EnvOCIRegistry, ValueFrom: secret("registry", "registry")},
 							{Name: runner.EnvOCIUsername, ValueFrom: secret("registry", "username")},
 							{Name: runner.EnvOCIPassword, ValueFrom: secret("registry", "password")},
-						},
+						}, o.env...),
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "result", MountPath: resultDir, ReadOnly: true},
 							{Name: "tmp", MountPath: "/tmp"},
@@ -379,6 +380,8 @@ func TestKubeletRunsTheRunner(t *testing.T) {
 		}
 	})
 
+	t.Run("every operation type, plan to proof", func(t *testing.T) { everyOperation(t, l) })
+
 	t.Run("a refused Pod leaves FailedCreate and the Job fails at its deadline", func(t *testing.T) {
 		ctx := context.Background()
 		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -440,6 +443,71 @@ func TestKubeletRunsTheRunner(t *testing.T) {
 			t.Error("ptah ran for a Job whose Pod was refused")
 		}
 	})
+}
+
+// everyOperation takes one database through the whole pipeline, each step
+// a Job whose record feeds the next, as the manager does.
+func everyOperation(t *testing.T, l *lab) {
+	ctx := context.Background()
+	dbURL := l.pg.CreateDatabase(t, "pipeline")
+	ns := "pipeline"
+	step := 0
+	run := func(t *testing.T, typ string, mutate func(*operation)) *v1alpha1.PtahResultRecord {
+		t.Helper()
+		step++
+		o := operation{ns: ns, dbURL: dbURL, op: runner.Operation{
+			Type: typ, ID: fmt.Sprintf("s%d", step), Digest: fmt.Sprintf("sha256:step%d", step), Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}}
+		if mutate != nil {
+			mutate(&o)
+		}
+		job := l.run(t, o)
+		r := l.wait(t, job)
+		if r.Err != nil {
+			t.Fatalf("%s: runner delivered nothing: %v\n%s", typ, r.Err, r.Log)
+		}
+		return l.record(t, ns, "ptah-"+o.op.Type+"-"+o.op.ID)
+	}
+	policy := func(prefix string) func(*operation) {
+		return func(o *operation) {
+			name := "policy-" + o.op.ID
+			created(t)(l.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}))
+			created(t)(l.cs.CoreV1().ConfigMaps(ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Data: map[string]string{"policy.json": fmt.Sprintf(`{"allowedRepositoryPrefixes": [%q]}`, prefix)}}, metav1.CreateOptions{}))
+			o.env = append(o.env, corev1.EnvVar{Name: runner.EnvPolicy, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "policy.json"}}})
+		}
+	}
+
+	if rec := run(t, runner.OpVerify, policy(l.reg.Host+"/shop/")); rec.Spec.Error != nil || rec.Spec.Result.Verified == nil || !*rec.Spec.Result.Verified {
+		t.Errorf("verify under a policy the artifact meets: %+v, want verified", rec.Spec)
+	}
+	rec := run(t, runner.OpVerify, policy(l.reg.Host+"/elsewhere/"))
+	if rec.Spec.Result == nil || rec.Spec.Result.Verified == nil || *rec.Spec.Result.Verified || rec.Spec.ChildError == nil || rec.Spec.ChildError.Code != "policy_refused" {
+		t.Errorf("verify under a policy the artifact breaks: %+v, want verified false with childError policy_refused", rec.Spec)
+	}
+	rec = run(t, runner.OpObserve, nil)
+	if rec.Spec.Error != nil || *rec.Spec.ChildExitCode != 1 || rec.Spec.Result.DriftDetected == nil || !*rec.Spec.Result.DriftDetected {
+		t.Errorf("observe of an empty database: %+v, want drift (exit 1) and no error", rec.Spec)
+	}
+	plan := run(t, runner.OpPlan, nil).Spec.Result.Plan
+	doc, err := runner.PlanDocument(plan, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec = run(t, runner.OpApply, func(o *operation) { o.env = append(o.env, corev1.EnvVar{Name: runner.EnvPlan, Value: string(doc)}) })
+	if rec.Spec.Error != nil || rec.Spec.Result.AppliedPlanFingerprint != plan.Digest {
+		t.Fatalf("apply: %+v (child %+v), want plan %s applied", rec.Spec, rec.Spec.ChildError, plan.Digest)
+	}
+	rec = run(t, runner.OpProof, nil)
+	if p := rec.Spec.Result.Plan; rec.Spec.Error != nil || p == nil || len(p.Statements) != 0 || *rec.Spec.Result.DriftDetected || p.BaseFingerprint != plan.DesiredFingerprint {
+		t.Errorf("proof after apply: %+v, want an empty plan from the applied state", rec.Spec.Result)
+	}
+	// Applying the same plan again is refused: the database left its base.
+	rec = run(t, runner.OpApply, func(o *operation) { o.env = append(o.env, corev1.EnvVar{Name: runner.EnvPlan, Value: string(doc)}) })
+	if rec.Spec.Error == nil || rec.Spec.Error.Code != runner.ErrChildExit || rec.Spec.ChildError == nil || rec.Spec.ChildError.Code != "stale_plan" {
+		t.Errorf("second apply: %+v (child %+v), want child_exit with stale_plan", rec.Spec.Error, rec.Spec.ChildError)
+	}
 }
 
 func clientScheme(t *testing.T) *runtime.Scheme {
