@@ -80,6 +80,25 @@ func init() {
 		"watch":    (*analyzer).watch,
 		"find":     (*analyzer).find,
 		"busybox":  func(a *analyzer, in invocation) *scope { return a.next(in, 1) },
+		"envsubst": (*analyzer).envsubst,
+		"tee": func(a *analyzer, in invocation) *scope {
+			for _, w := range in.args[operands(in, 1, "", nil):] {
+				if t, ok := a.text(w, in.cur, false); ok {
+					a.written[path.Clean(t)] = true
+				}
+			}
+			return in.cur
+		},
+		"ps": (*analyzer).ps,
+		"compgen": func(a *analyzer, in invocation) *scope {
+			a.problem(in.args[0].Pos(), "lists variable names (compgen)", "read only published names, e.g. \"$NAMESPACE\"")
+			return in.cur
+		},
+		".":      (*analyzer).source,
+		"source": (*analyzer).source,
+	}
+	for name, lang := range languages {
+		builtins[name] = func(a *analyzer, in invocation) *scope { return a.foreign(in, lang) }
 	}
 	for _, sh := range shells {
 		builtins[sh] = (*analyzer).shell
@@ -103,6 +122,15 @@ func (a *analyzer) run(in invocation) *scope {
 	}
 	name, ok := a.text(in.args[0], in.cur, false)
 	if !ok {
+		// A path built at run time names a file; a bare name built at run
+		// time could be any command, env and eval included.
+		if !hasLiteralSlash(in.args[0]) {
+			a.problem(in.args[0].Pos(), "runs a command whose name is chosen at run time", "write the command's name literally")
+		}
+		return in.cur
+	}
+	if a.written[path.Clean(name)] {
+		a.problem(in.args[0].Pos(), "runs a script the step writes itself", "write its commands in run directly, so their names can be read")
 		return in.cur
 	}
 	if !strings.Contains(name, "/") {
@@ -289,6 +317,13 @@ func (a *analyzer) shell(in invocation) *scope {
 		}
 		a.nested(code, in.args[i].Pos(), via+" -c", child)
 	case i < len(in.args) && !fromStdin:
+		file, ok := a.text(in.args[i], in.cur, false)
+		switch {
+		case ok && stdinFiles[file]:
+			a.shellStdin(in, via, child)
+		case ok && a.written[path.Clean(file)]:
+			a.problem(in.args[i].Pos(), "runs a script the step writes itself", "write its commands in run directly, so their names can be read")
+		}
 	default:
 		a.shellStdin(in, via, child)
 	}
@@ -296,32 +331,34 @@ func (a *analyzer) shell(in invocation) *scope {
 }
 
 // shellStdin follows a shell that reads its commands from stdin.
-func (a *analyzer) shellStdin(in invocation, via string, child *scope) {
+func (a *analyzer) shellStdin(in invocation, via string, child *scope) *scope {
 	for _, rd := range in.st.Redirs {
 		switch rd.Op {
 		case syntax.Hdoc, syntax.DashHdoc:
 			code, ok := a.heredoc(rd, in.cur)
 			if !ok {
 				a.runTimeCode(rd.Pos(), "a shell")
-				return
+				return in.cur
 			}
-			a.nested(code, rd.Pos(), via+" in a here-document", child)
-			return
+			return a.nested(code, rd.Pos(), via+" in a here-document", child)
 		case syntax.WordHdoc:
 			code, ok := a.code([]*syntax.Word{rd.Word}, in.cur)
 			if !ok {
 				a.runTimeCode(rd.Pos(), "a shell")
-				return
+				return in.cur
 			}
-			a.nested(code, rd.Pos(), via+" in a here-string", child)
-			return
+			return a.nested(code, rd.Pos(), via+" in a here-string", child)
 		case syntax.RdrIn:
-			return
+			if t, ok := a.text(rd.Word, in.cur, false); ok && a.written[path.Clean(t)] {
+				a.problem(rd.Pos(), "runs a script the step writes itself", "write its commands in run directly, so their names can be read")
+			}
+			return in.cur
 		}
 	}
 	if in.piped {
 		a.problem(in.args[0].Pos(), "pipes code into a shell", "write the commands in run directly, so their names can be read")
 	}
+	return in.cur
 }
 
 // heredoc is the text a here-document hands its command: verbatim when
@@ -556,6 +593,10 @@ func (a *analyzer) trap(in invocation) *scope {
 		a.runTimeCode(in.args[1].Pos(), "trap")
 		return in.cur
 	}
+	if a.depth == 0 && a.at == nil {
+		a.traps = append(a.traps, trapCode{code: code, at: in.args[1].Pos()})
+		return in.cur
+	}
 	a.nested(code, in.args[1].Pos(), "code handed to trap", in.cur.clone())
 	return in.cur
 }
@@ -664,6 +705,7 @@ type wrapper struct {
 
 var wrappers = map[string]wrapper{
 	"command":    {lookup: "vV"},
+	"builtin":    {},
 	"exec":       {withArg: "a"},
 	"nohup":      {},
 	"time":       {withArg: "fo"},
@@ -747,6 +789,43 @@ func (a *analyzer) wrapper(in invocation) *scope {
 	if name == "command" {
 		// command runs builtins such as eval in this same shell.
 		return done
+	}
+	return in.cur
+}
+
+func hasLiteralSlash(w *syntax.Word) bool {
+	found := false
+	syntax.Walk(w, func(n syntax.Node) bool {
+		switch x := n.(type) {
+		case *syntax.Lit:
+			found = found || strings.Contains(x.Value, "/")
+		case *syntax.SglQuoted:
+			found = found || strings.Contains(x.Value, "/")
+		case *syntax.CmdSubst, *syntax.ParamExp, *syntax.ArithmExp:
+			return false
+		}
+		return true
+	})
+	return found
+}
+
+// stdinFiles name a shell's own stdin.
+var stdinFiles = map[string]bool{"/dev/stdin": true, "/dev/fd/0": true, "/proc/self/fd/0": true, "-": true}
+
+// source follows ". FILE": a script file runs code outside the step, as any
+// program does, but stdin or a file the step wrote is code it hands over.
+func (a *analyzer) source(in invocation) *scope {
+	if len(in.args) < 2 {
+		return in.cur
+	}
+	file, ok := a.text(in.args[1], in.cur, false)
+	switch {
+	case !ok:
+		a.problem(in.args[1].Pos(), "sources a file chosen at run time", "write its commands in run directly")
+	case stdinFiles[file]:
+		return a.shellStdin(in, "code sourced from stdin", in.env)
+	case a.written[path.Clean(file)]:
+		a.problem(in.args[1].Pos(), "sources a script the step writes itself", "write its commands in run directly, so their names can be read")
 	}
 	return in.cur
 }

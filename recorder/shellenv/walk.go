@@ -1,6 +1,7 @@
 package shellenv
 
 import (
+	"path"
 	"strings"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -30,16 +31,32 @@ type analyzer struct {
 	over    bool
 	defs    []*funcDef
 	calling map[*syntax.Stmt]bool
+	// written are the files the script writes, so that running one of them
+	// is seen as running code the step built.
+	written map[string]bool
+	// traps set by the script itself run when it exits, with what it set
+	// by then.
+	traps []trapCode
+}
+
+type trapCode struct {
+	code string
+	at   syntax.Pos
 }
 
 func newAnalyzer() *analyzer {
-	return &analyzer{calling: map[*syntax.Stmt]bool{}}
+	return &analyzer{calling: map[*syntax.Stmt]bool{}, written: map[string]bool{}}
 }
 
 // top walks a whole script, then the functions it never called directly:
 // they could still run under a name built at run time.
 func (a *analyzer) top(stmts []*syntax.Stmt) {
-	a.stmts(stmts, newShell(nil), false)
+	_, done := a.stmts(stmts, newShell(nil), false)
+	defer func() {
+		for _, t := range a.traps {
+			a.nested(t.code, t.at, "code handed to trap", done.clone())
+		}
+	}()
 	for i := 0; i < len(a.defs); i++ {
 		d := a.defs[i]
 		if d.called {
@@ -147,6 +164,10 @@ func (a *analyzer) stmt(st *syntax.Stmt, s *scope, piped bool) (ok, done *scope)
 			a.word(rd.Word, r)
 			if t, known := a.text(rd.Word, r, true); known {
 				a.environFile(t, rd.Word.Pos())
+				switch rd.Op {
+				case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.RdrInOut, syntax.RdrAll, syntax.AppAll:
+					a.written[path.Clean(t)] = true
+				}
 			}
 		}
 		if rd.Hdoc != nil {
@@ -395,6 +416,16 @@ func (a *analyzer) arith(e syntax.ArithmExpr, s *scope) {
 	case *syntax.Word:
 		if name := arithName(x); name != "" {
 			a.readUnlessOwn(name, s, x.Pos(), "arithmetic")
+			// Arithmetic evaluates a variable's value as an expression:
+			// x=SECRET; $((x)) reads SECRET.
+			for i := 0; i < 8; i++ {
+				v, own := s.own[name]
+				if !own || !v.known || !syntax.ValidName(v.text) {
+					break
+				}
+				name = v.text
+				a.readUnlessOwn(name, s, x.Pos(), "arithmetic")
+			}
 			return
 		}
 		a.word(x, s)
