@@ -119,7 +119,7 @@ func fixture() *recording.Recording {
 // writeRecording writes r into dir with recorder/recording's encoder and
 // cast writer, as the recorder publishes it: runs.json and one cast per
 // scenario.
-func writeRecording(t *testing.T, dir string, r *recording.Recording) {
+func writeRecording(t testing.TB, dir string, r *recording.Recording) {
 	t.Helper()
 	runs, err := r.Encode()
 	if err != nil {

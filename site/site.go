@@ -93,6 +93,9 @@ func Build(opts Options) (*Site, error) {
 // validate refuses a recording the site would misrepresent. That every
 // check held is the recording schema's rule, checked when it is read.
 func validate(s *Site) error {
+	if len(s.Environment) == 0 {
+		return fmt.Errorf("the recording names no environment names: \"What the commands read\" is rendered from them; record again")
+	}
 	seen := map[string]bool{}
 	for _, p := range s.Pages {
 		switch {

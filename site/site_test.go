@@ -1,6 +1,9 @@
 package site
 
 import (
+	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -367,5 +370,63 @@ func TestFailedCheckIsNotPublished(t *testing.T) {
 	_, _, err := build(t, r)
 	if err == nil || !strings.Contains(err.Error(), "runs.json") || !strings.Contains(err.Error(), "/scenarios/0/checks/6/held") {
 		t.Fatalf("err = %v, want a refusal naming runs.json and the check", err)
+	}
+}
+
+func TestRecordingWithoutEnvironmentNamesIsRefused(t *testing.T) {
+	r := fixture()
+	r.Environment = []recording.Name{}
+	if _, _, err := build(t, r); err == nil || !strings.Contains(err.Error(), "environment names") {
+		t.Fatalf("err = %v, want a refusal: the page's environment list comes from the recording", err)
+	}
+}
+
+func TestServeServesTheBuiltSite(t *testing.T) {
+	out, _, err := build(t, fixture())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, out, "127.0.0.1:0", func(u string) { ready <- u }) }()
+	base := <-ready
+	for path, want := range map[string]string{"": "Recorded runs", "failure-recovery.html": "Fail, then recover", "casts/failure-recovery.cast": `"version":2`, "assets/player.js": "types out the session"} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+			t.Errorf("GET /%s: %s, body lacks %q", path, resp.Status, want)
+		}
+	}
+	resp, err := http.Post(base, "text/plain", strings.NewReader("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST: %s, want 405", resp.Status)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve after cancel: %v", err)
+	}
+}
+
+func BenchmarkBuild(b *testing.B) {
+	dir := b.TempDir()
+	rec := filepath.Join(dir, "recording")
+	writeRecording(b, rec, fixture())
+	lab, err := labenv.Load(filepath.Join("testdata", "lab", "environment"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Build(Options{Recording: rec, Out: filepath.Join(dir, "public"), Secrets: lab.Secrets}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -84,6 +84,9 @@
       var step = steps[i];
       show(step);
       progress.textContent = "step " + (i + 1) + " of " + steps.length;
+      if (i > 0) {
+        terminal.appendChild(document.createTextNode("\n"));
+      }
       await type(step.note, "note", run);
       await type(step.command, "command", run);
       var previous = 0;
