@@ -263,6 +263,18 @@ func PlanResultOf(p *schema.Plan) *v1alpha1.PlanResult {
 // runner hands ptah the exact bytes whose digest the plan carries. exclude
 // must be the operation's Exclude the plan was computed with.
 func PlanDocument(r *v1alpha1.PlanResult, exclude []string) ([]byte, error) {
+	p := planOf(r, exclude)
+	want, err := p.ComputeDigest()
+	if err != nil {
+		return nil, err
+	}
+	if want != r.Digest {
+		return nil, fmt.Errorf("plan %s: its statements and fingerprints digest to %s; it was changed after planning and cannot be applied", r.Digest, want)
+	}
+	return p.Marshal()
+}
+
+func planOf(r *v1alpha1.PlanResult, exclude []string) *schema.Plan {
 	p := &schema.Plan{
 		APIVersion:         schema.PlanAPIVersion,
 		Schema:             schema.Managed,
@@ -276,14 +288,7 @@ func PlanDocument(r *v1alpha1.PlanResult, exclude []string) ([]byte, error) {
 	for _, s := range r.Statements {
 		p.Statements = append(p.Statements, schema.Statement{SQL: s.SQL, Severity: schema.Severity(s.Severity), Reason: s.Reason})
 	}
-	want, err := p.ComputeDigest()
-	if err != nil {
-		return nil, err
-	}
-	if want != r.Digest {
-		return nil, fmt.Errorf("plan %s: its statements and fingerprints digest to %s; it was changed after planning and cannot be applied", r.Digest, want)
-	}
-	return p.Marshal()
+	return p
 }
 
 func ptr[T any](v T) *T { return &v }
