@@ -19,7 +19,7 @@ import (
 
 var widgets = schema.GroupVersionResource{Group: "test.ptah.run", Version: "v1", Resource: "widgets"}
 
-func createWidget(t *testing.T, dyn dynamic.Interface, name string) *unstructured.Unstructured {
+func createWidget(t testing.TB, dyn dynamic.Interface, name string) *unstructured.Unstructured {
 	t.Helper()
 	u := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "test.ptah.run/v1", "kind": "Widget",
@@ -33,7 +33,7 @@ func createWidget(t *testing.T, dyn dynamic.Interface, name string) *unstructure
 	return out
 }
 
-func setCondition(t *testing.T, dyn dynamic.Interface, name, typ, status, reason string, observed int64) {
+func setCondition(t testing.TB, dyn dynamic.Interface, name, typ, status, reason string, observed int64) {
 	t.Helper()
 	ri := dyn.Resource(widgets).Namespace("default")
 	u, err := ri.Get(context.Background(), name, metav1.GetOptions{})
