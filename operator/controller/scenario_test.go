@@ -1,0 +1,148 @@
+package controller
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+const converge = 90 * time.Second
+
+func TestFirstApplyConverges(t *testing.T) {
+	e := newEnv(t)
+	e.schema()
+	s := e.await("shop", "InSync=True (ScopedConverged)", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+	if !condition(v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted)(s) {
+		t.Errorf("Applying is not False (JobCompleted): %s", conditions(s))
+	}
+	if !condition(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged)(s) {
+		t.Errorf("Ready is not True (ScopedConverged): %s", conditions(s))
+	}
+	if s.Status.Applied == nil || s.Status.Applied.ArtifactDigest == "" || s.Status.Applied.ArtifactDigest != s.Status.Source.ResolvedDigest {
+		t.Errorf("status.applied = %+v, want the resolved digest %s", s.Status.Applied, s.Status.Source.ResolvedDigest)
+	}
+	if s.Status.Phase != v1alpha1.PhaseInSync {
+		t.Errorf("phase %s, want InSync", s.Status.Phase)
+	}
+	// The database has the desired tables: the Apply really ran.
+	shared.pg.Exec(t, e.db, "SELECT id, email FROM customers; SELECT id, customer_id, note FROM orders")
+	if len(e.jobs("ptah-apply-shop-")) != 1 || len(e.jobs("ptah-proof-shop-")) != 1 {
+		t.Errorf("want one Apply and one Proof Job, have %d and %d", len(e.jobs("ptah-apply-shop-")), len(e.jobs("ptah-proof-shop-")))
+	}
+}
+
+func TestUnreachableDatabaseFailsThenRecovers(t *testing.T) {
+	e := newEnv(t)
+	e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Target.URLFrom.Name = "shop-db-broken" })
+	s := e.await("shop", "ReconciliationFailed=True (OperationFailed)", converge,
+		condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed))
+	if s.Status.Phase != v1alpha1.PhaseFailed {
+		t.Errorf("phase %s, want Failed", s.Status.Phase)
+	}
+	c := findCondition(s, v1alpha1.ConditionReconciliationFailed)
+	if c.Message != "child_exit: ptah exited with code 2" {
+		t.Errorf("ReconciliationFailed message %q, want %q", c.Message, "child_exit: ptah exited with code 2")
+	}
+	if s.Status.LastFailure == nil || !strings.Contains(s.Status.LastFailure.Message, "ptah exited with code 2") {
+		t.Errorf("status.lastFailure = %+v, want the full failure", s.Status.LastFailure)
+	}
+	ev := e.awaitEvent(v1alpha1.EventOperationFailed, 10*time.Second)
+	assertEvent(t, ev, "shop")
+	if ev.Message != "child_exit: ptah exited with code 2" {
+		t.Errorf("OperationFailed Event says %q", ev.Message)
+	}
+	// The retry is claimed at once with the next attempt, as the replay shows.
+	if op := s.Status.ActiveOperation; op == nil || op.Attempt != 2 || op.Type != v1alpha1.OperationObserve {
+		t.Errorf("activeOperation = %+v, want the Observe retry at attempt 2", op)
+	}
+
+	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Target.URLFrom.Name = "shop-db" })
+	s = e.await("shop", "InSync=True (ScopedConverged)", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+	if !condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionFalse, v1alpha1.ReasonSucceeded)(s) {
+		t.Errorf("ReconciliationFailed is not False (Succeeded): %s", conditions(s))
+	}
+}
+
+func TestDestructivePlanIsBlocked(t *testing.T) {
+	e := newEnv(t)
+	e.schema()
+	e.await("shop", "InSync", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Desired.OCIRef = shared.refV2 })
+	s := e.await("shop", "Ready=False (PolicyBlocked)", converge, condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked))
+	if s.Status.Phase != v1alpha1.PhaseBlocked {
+		t.Errorf("phase %s, want Blocked", s.Status.Phase)
+	}
+	if s.Status.Plan == nil || !s.Status.Plan.Destructive {
+		t.Errorf("status.plan = %+v, want a destructive plan", s.Status.Plan)
+	}
+	if n := len(e.jobs("ptah-apply-shop-")); n != 1 {
+		t.Errorf("%d Apply Jobs, want only the first apply's", n)
+	}
+	// Allowing it is an input change: the plan is applied.
+	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Policy.AllowDestructive = true })
+	e.await("shop", "InSync after allowDestructive", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+}
+
+func TestSuspendHolds(t *testing.T) {
+	e := newEnv(t)
+	e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Suspend = true })
+	s := e.await("shop", "Suspended=True", 20*time.Second, condition(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec))
+	if s.Status.Phase != v1alpha1.PhaseSuspended {
+		t.Errorf("phase %s, want Suspended", s.Status.Phase)
+	}
+	time.Sleep(3 * time.Second) // give a wrong manager the chance to start something
+	if n := len(e.jobs("")); n != 0 {
+		t.Errorf("%d Jobs while suspended, want none", n)
+	}
+	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Suspend = false })
+	e.await("shop", "InSync after resume", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+}
+
+func TestRestartBetweenClaimAndJobResumes(t *testing.T) {
+	var claimed *v1alpha1.ActiveOperation
+	e := newEnv(t, func(o *envOption) {
+		o.reconcile = func(r *SchemaReconciler) {
+			r.afterClaim = func(s *v1alpha1.PtahSchema) error {
+				claimed = s.Status.ActiveOperation.DeepCopy()
+				return errStopped
+			}
+		}
+	})
+	e.schema()
+	s := e.await("shop", "a claim in status", 20*time.Second, func(s *v1alpha1.PtahSchema) bool { return s.Status.ActiveOperation != nil })
+	time.Sleep(time.Second)
+	if n := len(e.jobs("")); n != 0 {
+		t.Fatalf("the stopped manager created %d Jobs", n)
+	}
+	e.restart(nil)
+	e.await("shop", "the claimed Job's result consumed", converge, func(s *v1alpha1.PtahSchema) bool {
+		return s.Status.ActiveOperation == nil || s.Status.ActiveOperation.Type != v1alpha1.OperationResolve
+	})
+	resolves := e.jobs("ptah-resolve-shop-")
+	if len(resolves) != 1 || resolves[0].Name != s.Status.ActiveOperation.JobName || claimed == nil || claimed.JobName != resolves[0].Name {
+		t.Errorf("Resolve Jobs %v, want exactly the claimed %s", names(resolves), s.Status.ActiveOperation.JobName)
+	}
+	e.await("shop", "InSync", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+}
+
+func findCondition(s *v1alpha1.PtahSchema, typ string) metav1.Condition {
+	for _, c := range s.Status.Conditions {
+		if c.Type == typ {
+			return c
+		}
+	}
+	return metav1.Condition{}
+}
+
+func names(jobs []batchv1.Job) []string {
+	var out []string
+	for _, j := range jobs {
+		out = append(out, j.Name)
+	}
+	return out
+}
