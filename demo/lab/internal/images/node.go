@@ -62,7 +62,8 @@ func (b *Builder) Node(ctx context.Context) (Provenance, error) {
 	if err != nil {
 		return Provenance{}, err
 	}
-	key, err := contentKey([]string{rootfs, b.KubernetesBin(), extra, kindFiles}, recipe, nodeRootfsScript)
+	// A cached root filesystem never changes under its name, which holds its key.
+	key, err := contentKey([]string{b.KubernetesBin(), extra, kindFiles}, recipe, nodeRootfsScript, filepath.Base(rootfs))
 	if err != nil {
 		return Provenance{}, fmt.Errorf("node image: content key: %w", err)
 	}
