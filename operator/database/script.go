@@ -11,11 +11,20 @@ import (
 	"ptah.run/operator/operator/report"
 )
 
-// ExecScript runs the SQL script text statement by statement, so that a
-// failure names the line of file it happened on. A statement PostgreSQL
-// rejects gives an error coded code (LockTimeout for a lock wait); a lost
-// connection gives Connection.
+// ExecScript runs the SQL script text inside a transaction. It sends the
+// whole script at once (one round trip); if that fails, it rolls back to a
+// savepoint and runs the script statement by statement to name the line of
+// file the failure is on. A statement PostgreSQL rejects gives an error coded
+// code (LockTimeout for a lock wait); a lost connection gives Connection.
 func ExecScript(ctx context.Context, exec func(ctx context.Context, query string) error, target, file, text string, code report.Code) error {
+	if err := exec(ctx, "SAVEPOINT ptah_script"); err != nil {
+		return StatementError(target, "run "+file, err)
+	}
+	if err := exec(ctx, text); err == nil {
+		return nil
+	} else if err := exec(ctx, "ROLLBACK TO SAVEPOINT ptah_script"); err != nil {
+		return StatementError(target, "run "+file, err)
+	}
 	stmts, err := migrate.Stmts(text)
 	if err != nil {
 		return report.Errorf(report.Parse, "%s: cannot split into statements: %v", file, err)
@@ -39,5 +48,6 @@ func ExecScript(ctx context.Context, exec func(ctx context.Context, query string
 		}
 		return report.Errorf(code, "%s:%d: %s (SQLSTATE %s)", file, line, pgErr.Message, pgErr.Code)
 	}
-	return nil
+	// Statement by statement it ran: whatever failed at once was not an SQL error.
+	return report.Errorf(report.Internal, "%s failed when sent whole but not statement by statement; check for statements that need their own transaction", file)
 }
