@@ -12,7 +12,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 # Debian packages the tests need (binary that proves each one is there).
-HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq
+HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium
 
 .PHONY: test host-deps envtest generate check-generated lint unit demo
 .DEFAULT_GOAL := test
@@ -60,6 +60,16 @@ lint:
 unit:
 	$(GO) test -count=1 -v -run 'Test(APIServer|Postgres|Registry)' ./acceptance/testenv/ | grep -E 'testenv:|^(--- |ok|FAIL|PASS)'
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /acceptance/testenv$$)
+
+SITE_ADDR ?= 127.0.0.1:8080
+.PHONY: site demo-serve
+## site: build the replay site from the recording into site/public
+site:
+	$(GO) run ./cmd/site -recording demo/recordings -out site/public
+
+## demo-serve: build the replay site and serve it on $(SITE_ADDR)
+demo-serve:
+	$(GO) run ./cmd/site -recording demo/recordings -out site/public -serve $(SITE_ADDR)
 
 ## demo: not there yet (the lab is issue 6); see README.md
 demo:
