@@ -1,6 +1,7 @@
-// Package scenario holds the scenario file format (DESIGN.md section 5) and
-// its loader. A scenario that loads is one the recorder may run: every rule a
-// reader depends on is checked here, before anything executes.
+// Package scenario holds the scenario file format (DESIGN.md section 5;
+// FORMAT.md for authors) and its loader. A scenario that loads is one the
+// recorder may run: every rule a reader depends on is checked here, before
+// anything executes.
 package scenario
 
 // Scenario is one YAML file under scenarios/: a titled session of steps.

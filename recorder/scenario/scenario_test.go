@@ -371,3 +371,23 @@ func TestTestdataValid(t *testing.T) {
 		t.Fatal("no scenarios in testdata/valid")
 	}
 }
+
+// TestFormatExample keeps the example in FORMAT.md loadable.
+func TestFormatExample(t *testing.T) {
+	doc, err := os.ReadFile("FORMAT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("FORMAT.md has no yaml example")
+	}
+	s, rs := Parse("scenarios/failure-recovery.yaml", []byte(example))
+	if len(rs) > 0 {
+		t.Fatalf("the FORMAT.md example is refused:\n%v", rs)
+	}
+	if len(s.Steps) != 3 {
+		t.Errorf("example has %d steps, want 3", len(s.Steps))
+	}
+}
