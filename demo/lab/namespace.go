@@ -21,9 +21,12 @@ import (
 const (
 	policyConfigMap = "demo-verification-policy"
 	databaseSecret  = "demo-database"
-	registrySecret  = "demo-registry"
-	psqlDeployment  = "demo-psql"
-	managedBy       = "lab.ptah.run"
+	// brokenSecret points at a database that is not there, for the
+	// failure-recovery scenario; its credentials are placeholders, not secrets.
+	brokenSecret   = "demo-database-broken"
+	registrySecret = "demo-registry"
+	psqlDeployment = "demo-psql"
+	managedBy      = "lab.ptah.run"
 )
 
 // namespaceObjects are what the demo namespace holds: Services and
@@ -64,7 +67,11 @@ func (l *Lab) namespaceObjects(s *state, registryIP, postgresIP string) ([]any, 
 	objs = append(objs,
 		&corev1.Secret{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(databaseSecret), Type: corev1.SecretTypeOpaque,
-			StringData: map[string]string{"url": databaseURL(s.creds.App)},
+			StringData: map[string]string{"url": databaseURL(s.creds.App), "password": s.creds.App},
+		},
+		&corev1.Secret{
+			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(brokenSecret), Type: corev1.SecretTypeOpaque,
+			StringData: map[string]string{"url": brokenDatabaseURL},
 		},
 		&corev1.Secret{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(registrySecret), Type: corev1.SecretTypeDockerConfigJson,
@@ -85,6 +92,10 @@ func (l *Lab) namespaceObjects(s *state, registryIP, postgresIP string) ([]any, 
 func databaseURL(password string) string {
 	return fmt.Sprintf("postgres://%s:%s@%s.%s.svc:5432/%s?sslmode=disable", appRole, password, postgresService, Namespace, databaseName)
 }
+
+// brokenDatabaseURL names a Service that does not exist, so a connection
+// fails at once (the name does not resolve) rather than after a timeout.
+var brokenDatabaseURL = fmt.Sprintf("postgres://nobody:nobody@%s-absent.%s.svc:5432/%s?sslmode=disable", postgresService, Namespace, databaseName)
 
 // policyData is demo/policy/*, one key per file, with ${REGISTRY_IN_CLUSTER} filled in.
 func (l *Lab) policyData() (map[string]string, error) {
@@ -125,8 +136,18 @@ func (l *Lab) psqlDeployment(meta metav1.ObjectMeta, image string) *appsv1.Deplo
 						Image:           image,
 						ImagePullPolicy: corev1.PullNever,
 						Command:         []string{"sleep", "infinity"},
-						Env: []corev1.EnvVar{{Name: "DATABASE_URL", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-							LocalObjectReference: corev1.LocalObjectReference{Name: databaseSecret}, Key: "url"}}}},
+						// DATABASE_URL for the lab's own psql verb; the PG* names let a
+						// reader's plain `kubectl exec deploy/demo-psql -- psql -c ...`
+						// connect as the application role too.
+						Env: []corev1.EnvVar{
+							{Name: "DATABASE_URL", ValueFrom: secretKey(databaseSecret, "url")},
+							{Name: "PGHOST", Value: postgresService + "." + Namespace + ".svc"},
+							{Name: "PGPORT", Value: "5432"},
+							{Name: "PGDATABASE", Value: databaseName},
+							{Name: "PGUSER", Value: appRole},
+							{Name: "PGSSLMODE", Value: "disable"},
+							{Name: "PGPASSWORD", ValueFrom: secretKey(databaseSecret, "password")},
+						},
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
@@ -136,6 +157,10 @@ func (l *Lab) psqlDeployment(meta metav1.ObjectMeta, image string) *appsv1.Deplo
 			},
 		},
 	}
+}
+
+func secretKey(name, key string) *corev1.EnvVarSource {
+	return &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: key}}
 }
 
 func toYAML(objs []any) (string, error) {
