@@ -1,11 +1,3 @@
-// Command ptah keeps PostgreSQL schemas where their owners declared them:
-// it pushes and pulls schema artifacts, plans, applies and reports drift, and
-// runs versioned migrations; the operator's Jobs run it with --json.
-//
-// Every command prints, with --json, one line holding the document described
-// in package ptah.run/operator/operator/report; its exit code is 0 for
-// success, 1 for an expected negative answer (drift found) and 2 for any
-// error, whose stable code is in the document's error.code.
 package main
 
 import (

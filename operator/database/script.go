@@ -43,8 +43,11 @@ func ExecScript(ctx context.Context, exec func(ctx context.Context, query string
 			r := []rune(s.Text)
 			line += strings.Count(string(r[:min(pos-1, len(r))]), "\n")
 		}
-		if IsLockTimeout(err) {
+		switch {
+		case IsLockTimeout(err):
 			code = report.LockTimeout
+		case pgErr.Code == "42601": // syntax_error
+			code = report.Parse
 		}
 		return report.Errorf(code, "%s:%d: %s (SQLSTATE %s)", file, line, pgErr.Message, pgErr.Code)
 	}

@@ -199,9 +199,13 @@ func TestMigrations(t *testing.T) {
 		if notes != 0 || tables(t, db) != "customers,orders" {
 			t.Fatalf("the failed migration left changes: note columns %d, tables %s", notes, tables(t, db))
 		}
-		// Nothing committed in this run: Failed, and the history is clean for a fixed retry.
+		os.WriteFile(filepath.Join(dir, "0000000003_broken.up.sql"), []byte("ALTER TABLE orders ADD COLUMN note text;\nALTER TABLE orders ADD COLUMN oops int,,;\n"), 0o644)
+		Hash(dir)
 		r, err = Up(ctx, db, read(t, dir), UpOptions{LockTimeout: time.Second})
-		wantCode(t, err, report.Execution)
+		if e := wantCode(t, err, report.Parse); !strings.Contains(e.Message, "0000000003_broken.up.sql:2") {
+			t.Fatalf("syntax error message: %s", e.Message)
+		}
+		// Nothing committed in this run: Failed, and the history is clean for a fixed retry.
 		if r.Status != Failed || len(r.AppliedNow) != 0 {
 			t.Fatalf("retry report: %+v", r)
 		}
