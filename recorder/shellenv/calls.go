@@ -21,6 +21,9 @@ type invocation struct {
 	piped bool
 	// extraArgs: xargs appends arguments chosen at run time.
 	extraArgs bool
+	// replace is the text xargs -I or find -exec replaces with input in
+	// the command's arguments, code included.
+	replace string
 }
 
 // call walks a simple command and returns the shell state it leaves.
@@ -311,7 +314,7 @@ func (a *analyzer) shell(in invocation) *scope {
 			return in.cur
 		}
 		code, ok := a.code(in.args[i:i+1], in.cur)
-		if !ok {
+		if !ok || (in.replace != "" && strings.Contains(code, in.replace)) {
 			a.runTimeCode(in.args[i].Pos(), name+" -c")
 			return in.cur
 		}
@@ -683,7 +686,10 @@ func (a *analyzer) find(in invocation) *scope {
 		sub := in
 		sub.args = in.args[i+1 : j]
 		sub.cur = in.cur.clone()
-		a.run(sub)
+		sub.replace = "{}"
+		if len(sub.args) > 0 {
+			a.run(sub)
+		}
 		i = j
 	}
 	return in.cur
@@ -779,6 +785,7 @@ func (a *analyzer) wrapper(in invocation) *scope {
 	}
 	if wr.extraArgs {
 		in.extraArgs = true
+		in.replace = replaceString(in, i)
 	}
 	if i >= len(in.args) {
 		return in.cur
@@ -828,4 +835,25 @@ func (a *analyzer) source(in invocation) *scope {
 		a.problem(in.args[1].Pos(), "sources a script the step writes itself", "write its commands in run directly, so their names can be read")
 	}
 	return in.cur
+}
+
+// replaceString is the string xargs -I (or -i) replaces with each input.
+func replaceString(in invocation, end int) string {
+	for k := 1; k < end && k < len(in.args); k++ {
+		t, _ := literal(in.args[k])
+		switch {
+		case t == "-I" && k+1 < len(in.args):
+			r, _ := literal(in.args[k+1])
+			return r
+		case strings.HasPrefix(t, "-I"):
+			return t[2:]
+		case t == "-i" || t == "--replace":
+			return "{}"
+		case strings.HasPrefix(t, "-i"):
+			return t[2:]
+		case strings.HasPrefix(t, "--replace="):
+			return strings.TrimPrefix(t, "--replace=")
+		}
+	}
+	return ""
 }

@@ -518,8 +518,10 @@ func textOf(parts []syntax.WordPart, s *scope, placeholder, inDq bool) (string, 
 				b.WriteString(v.text)
 				continue
 			}
-			// A value the script computed at run time could be any code.
-			if !placeholder || (own && !special(name) && !isShellSet(name)) {
+			// A value the script computed at run time, or an argument, could
+			// be any code; a number or a reader's own value is data.
+			numeric := name == "?" || name == "$" || name == "#" || name == "!" || isShellSet(name)
+			if !placeholder || (own && !numeric) || (special(name) && !numeric) {
 				return "", false
 			}
 			b.WriteString(runTimeValue)
