@@ -149,20 +149,17 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	}
 	for _, c := range cmp.plan.Changes {
 		sev, reason := judge(c.Source)
-		for _, cmd := range statementsOf(c) {
-			p.Statements = append(p.Statements, Statement{SQL: cmd, Severity: sev, Reason: reason})
+		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
+			// atlas creates a new table's indexes in statements of their own.
+			reason = "creates an index of new table " + t.T.Name
+		}
+		if c.Cmd != "" {
+			p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: sev, Reason: reason})
 		}
 		p.Destructive = p.Destructive || sev == Destructive
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err
-}
-
-func statementsOf(c *migrate.Change) []string {
-	if len(c.Cmd) == 0 {
-		return nil
-	}
-	return []string{c.Cmd}
 }
 
 // judge gives the severity of a planned change and its reasons, joined.

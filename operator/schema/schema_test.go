@@ -132,6 +132,9 @@ func TestSchemaEngine(t *testing.T) {
 				t.Errorf("plan lacks %s:\n%s", want, joined)
 			}
 		}
+		if last := p.Statements[len(p.Statements)-1]; !strings.HasPrefix(last.SQL, "CREATE INDEX") || last.Reason != "creates an index of new table orders" {
+			t.Errorf("index statement: %+v", last)
+		}
 		if strings.Contains(joined, "ptah_scratch") {
 			t.Errorf("plan names the scratch schema:\n%s", joined)
 		}
