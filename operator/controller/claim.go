@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
+	"time"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/runner"
@@ -50,13 +51,17 @@ type claimInputs struct {
 	Spec           v1alpha1.PtahSchemaSpec `json:"spec"`
 	ResolvedDigest string                  `json:"resolvedDigest,omitempty"`
 	Plan           string                  `json:"plan,omitempty"`
+	// Claimed makes each claim new: an operation repeated with the same
+	// inputs (a retry, the next interval's read) must not find the last
+	// one's Job and record.
+	Claimed int64 `json:"claimed"`
 }
 
-// newClaim is the claim for the next operation of s. It is a pure function
-// of its inputs, so a manager that restarts between writing a claim and
-// creating its Job finds the same Job name in status and resumes.
-func newClaim(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, binding v1alpha1.ExecutionBinding) *v1alpha1.ActiveOperation {
-	in := claimInputs{UID: string(s.UID), Generation: s.Generation, Spec: s.Spec}
+// newClaim is the claim for the next operation of s, made at claimed. It is
+// written to status before its Job exists, so a manager that restarts in
+// between finds the Job name there and resumes rather than claiming again.
+func newClaim(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, binding v1alpha1.ExecutionBinding, claimed time.Time) *v1alpha1.ActiveOperation {
+	in := claimInputs{UID: string(s.UID), Generation: s.Generation, Spec: s.Spec, Claimed: claimed.UnixNano()}
 	if typ != v1alpha1.OperationResolve && s.Status.Source != nil {
 		in.ResolvedDigest = s.Status.Source.ResolvedDigest
 	}

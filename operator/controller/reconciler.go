@@ -46,7 +46,7 @@ type SchemaReconciler struct {
 	PlainHTTP []string
 
 	now        func() time.Time
-	afterClaim func(*v1alpha1.PtahSchema) error
+	afterClaim func(context.Context, *v1alpha1.PtahSchema) error
 	// refusals remembers the Pod-creation refusals already reported.
 	refusals map[types.UID]bool
 }
@@ -176,7 +176,11 @@ func (r *SchemaReconciler) rest(ctx context.Context, s *v1alpha1.PtahSchema) (re
 // claim writes the claim for the next operation to status before anything
 // is created for it, then dispatches it unless it waits until at.
 func (r *SchemaReconciler) claim(ctx context.Context, s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, at time.Time) error {
-	s.Status.ActiveOperation = newClaim(s, typ, attempt, r.Binding.of(s))
+	return r.claimOp(ctx, s, newClaim(s, typ, attempt, r.Binding.of(s), r.clock()), at)
+}
+
+func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) error {
+	s.Status.ActiveOperation = c
 	s.Status.NextReconciliationTime = nil
 	if !at.IsZero() {
 		s.Status.NextReconciliationTime = &metav1.Time{Time: at}
@@ -185,7 +189,7 @@ func (r *SchemaReconciler) claim(ctx context.Context, s *v1alpha1.PtahSchema, ty
 		return err
 	}
 	if r.afterClaim != nil {
-		if err := r.afterClaim(s); err != nil {
+		if err := r.afterClaim(ctx, s); err != nil {
 			return err
 		}
 	}

@@ -384,14 +384,14 @@ func (r *SchemaReconciler) awaitApproval(ctx context.Context, s *v1alpha1.PtahSc
 	if accepted == nil {
 		return reconcile.Result{}, nil
 	}
-	next := newClaim(s, v1alpha1.OperationApply, 1, r.Binding.of(s))
+	next := newClaim(s, v1alpha1.OperationApply, 1, r.Binding.of(s), r.clock())
 	if err := r.annotate(ctx, accepted, AnnotationConsumedBy, next.ID); err != nil {
 		return reconcile.Result{}, err
 	}
 	normal(r.Events, s, v1alpha1.EventApprovalAccepted, "Gate", "approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, s.Status.Plan.Name)
 	setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonApproved,
 		fmt.Sprintf("approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, s.Status.Plan.Name))
-	return reconcile.Result{}, r.claim(ctx, s, v1alpha1.OperationApply, 1, time.Time{})
+	return reconcile.Result{}, r.claimOp(ctx, s, next, time.Time{})
 }
 
 func (r *SchemaReconciler) annotate(ctx context.Context, a *v1alpha1.PtahSchemaApproval, key, value string) error {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	batchv1 "k8s.io/api/batch/v1"
 	"strings"
 	"testing"
@@ -107,8 +108,9 @@ func TestRestartBetweenClaimAndJobResumes(t *testing.T) {
 	var claimed *v1alpha1.ActiveOperation
 	e := newEnv(t, func(o *envOption) {
 		o.reconcile = func(r *SchemaReconciler) {
-			r.afterClaim = func(s *v1alpha1.PtahSchema) error {
+			r.afterClaim = func(ctx context.Context, s *v1alpha1.PtahSchema) error {
 				claimed = s.Status.ActiveOperation.DeepCopy()
+				<-ctx.Done() // killed before the Job is created
 				return errStopped
 			}
 		}
