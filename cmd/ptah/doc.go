@@ -17,7 +17,7 @@
 // artifact_type, policy_refused, protected_table, stale_plan, plan_invalid,
 // destructive_refused, approval_required, lock_timeout, execution,
 // history_modified, history_missing, out_of_order, dirty, checksum_mismatch,
-// sequence_mismatch, internal). Without --json a person gets text on stdout
+// sequence_mismatch, permission, internal). Without --json a person gets text on stdout
 // and "ptah COMMAND: CODE: MESSAGE" on stderr. Nothing ptah prints holds a
 // password, a database user or a database URL.
 //

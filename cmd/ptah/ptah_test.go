@@ -214,6 +214,22 @@ func TestSchemaCommands(t *testing.T) {
 		c.run("schema", "drift", "--schema-file", narrower, "--json").want(t, 0, "")
 	})
 
+	t.Run("a role that may not create schemas plans with --dev-url", func(t *testing.T) {
+		// The app role owns its tables but may not create schemas in its database.
+		pg.Exec(t, "postgres", `CREATE ROLE app LOGIN PASSWORD 'app-secret-1f2e'`)
+		pg.Exec(t, "postgres", `CREATE DATABASE app OWNER postgres`)
+		pg.Exec(t, "app", `GRANT USAGE, CREATE ON SCHEMA public TO app`)
+		c.secrets = append(c.secrets, "app-secret-1f2e")
+		appURL := pg.URL("app", "app-secret-1f2e", "app")
+		desired := write(t, dir, "app.sql", customers)
+		c.run("schema", "plan", "--url", appURL, "--schema-file", desired, "--json").want(t, 2, report.Permission)
+		devURL := pg.CreateDatabase(t, "scratchpad")
+		appPlan := filepath.Join(dir, "app-plan.json")
+		c.run("schema", "plan", "--url", appURL, "--dev-url", devURL, "--schema-file", desired, "--output", appPlan, "--json").want(t, 0, "")
+		c.run("schema", "apply", "--url", appURL, "--plan", appPlan, "--auto-approve", "--json").want(t, 0, "")
+		c.run("schema", "drift", "--url", appURL, "--dev-url", devURL, "--schema-file", desired, "--json").want(t, 0, "")
+	})
+
 	t.Run("malformed SQL names file and line", func(t *testing.T) {
 		bad := write(t, dir, "broken.sql", "CREATE TABLE a (id int);\n\nCREATE TABLE b (id int,,);\n")
 		o := c.run("schema", "plan", "--schema-file", bad, "--json").want(t, 2, report.Parse)

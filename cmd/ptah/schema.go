@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"ptah.run/operator/operator/artifact"
+	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 	"ptah.run/operator/operator/schema"
 )
@@ -110,6 +111,7 @@ func schemaPull(fs *flag.FlagSet) action {
 type desiredFlags struct {
 	files   *stringList
 	exclude *stringList
+	devURL  *string
 	db      dbFlags
 }
 
@@ -117,8 +119,26 @@ func newDesiredFlags(fs *flag.FlagSet) desiredFlags {
 	return desiredFlags{
 		files:   listFlag(fs, "schema-file", "desired-state SQL file, repeatable; run in this order"),
 		exclude: listFlag(fs, "exclude", "atlas glob of objects to leave alone (\"t\", \"t.c\", \"audit_*\"), repeatable"),
+		devURL:  fs.String("dev-url", "", "load the desired SQL in a scratch schema of this database instead of the target's (default: the target)"),
 		db:      newDBFlags(fs),
 	}
+}
+
+// open connects to the target and, when --dev-url is given, the dev
+// database; close releases both.
+func (d desiredFlags) open(ctx context.Context) (db *database.DB, opts schema.Options, close func(), err error) {
+	opts.Exclude = *d.exclude
+	if db, err = d.db.open(ctx); err != nil {
+		return nil, opts, nil, err
+	}
+	if *d.devURL == "" {
+		return db, opts, func() { db.Close() }, nil
+	}
+	if opts.Dev, err = database.Open(ctx, *d.devURL, *d.db.connectTimeout); err != nil {
+		db.Close()
+		return nil, opts, nil, err
+	}
+	return db, opts, func() { db.Close(); opts.Dev.Close() }, nil
 }
 
 type planText struct{ *schema.Plan }
@@ -148,12 +168,13 @@ func schemaPlan(fs *flag.FlagSet) action {
 		if err != nil {
 			return nil, false, err
 		}
-		db, err := d.db.open(ctx)
+		db, opts, closeDBs, err := d.open(ctx)
 		if err != nil {
 			return nil, false, err
 		}
-		defer db.Close()
-		p, err := schema.ComputePlan(ctx, db, files, schema.Options{Exclude: *d.exclude, Protected: *protected})
+		defer closeDBs()
+		opts.Protected = *protected
+		p, err := schema.ComputePlan(ctx, db, files, opts)
 		if err != nil {
 			return nil, false, err
 		}
@@ -198,12 +219,12 @@ func schemaDrift(fs *flag.FlagSet) action {
 		if err != nil {
 			return nil, false, err
 		}
-		db, err := d.db.open(ctx)
+		db, opts, closeDBs, err := d.open(ctx)
 		if err != nil {
 			return nil, false, err
 		}
-		defer db.Close()
-		dr, err := schema.ComputeDrift(ctx, db, files, *d.exclude, *objects)
+		defer closeDBs()
+		dr, err := schema.ComputeDrift(ctx, db, files, opts, *objects)
 		if err != nil {
 			return nil, false, err
 		}

@@ -41,6 +41,8 @@ const (
 	Connection Code = "connection"
 	// Auth: the database or registry refused the credentials.
 	Auth Code = "auth"
+	// Permission: the database role may not do what the command needs.
+	Permission Code = "permission"
 	// Parse: an SQL file, plan file or policy file could not be read.
 	Parse Code = "parse"
 	// NotFound: the artifact, tag or digest does not exist.

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 )
@@ -52,7 +54,11 @@ func loadScratch(ctx context.Context, tx *sql.Tx, files []File) (string, error) 
 		"SET LOCAL search_path TO " + scratch,
 	} {
 		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return "", fmt.Errorf("prepare the scratch schema (the role needs CREATE on the database): %w", err)
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
+				return "", report.Errorf(report.Permission, "the role may not create the scratch schema the desired SQL is loaded into: grant it CREATE on the database, or pass --dev-url")
+			}
+			return "", fmt.Errorf("prepare the scratch schema: %w", err)
 		}
 	}
 	exec := func(ctx context.Context, q string) error {

@@ -31,9 +31,10 @@ type DriftObject struct {
 	Reason   string   `json:"reason"`
 }
 
-// ComputeDrift compares the managed schema of db with files.
-func ComputeDrift(ctx context.Context, db *database.DB, files []File, exclude []string, withObjects bool) (*Drift, error) {
-	cmp, err := compare(ctx, db, files, exclude)
+// ComputeDrift compares the managed schema of db with files; opts.Protected
+// plays no part.
+func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Options, withObjects bool) (*Drift, error) {
+	cmp, err := compare(ctx, db, files, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -59,6 +59,10 @@ type Options struct {
 	Exclude []string
 	// Protected holds table names or path.Match patterns a plan may not touch.
 	Protected []string
+	// Dev, when set, is where the desired SQL is loaded (in a scratch schema,
+	// rolled back) instead of the target database, for a target role that
+	// may not create schemas.
+	Dev *database.DB
 }
 
 // comparison is a diff between the live and the desired state.
@@ -70,21 +74,28 @@ type comparison struct {
 
 // compare loads the desired SQL into a scratch schema, inspects it and the
 // managed schema the same way and diffs them. Nothing it does is committed.
-func compare(ctx context.Context, db *database.DB, files []File, exclude []string) (*comparison, error) {
+func compare(ctx context.Context, db *database.DB, files []File, opts Options) (*comparison, error) {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return nil, database.StatementError(db.Target, "begin", err)
 	}
 	defer tx.Rollback()
-	scratch, err := loadScratch(ctx, tx, files)
+	devTx := tx
+	if opts.Dev != nil {
+		if devTx, err = opts.Dev.BeginTx(ctx, nil); err != nil {
+			return nil, database.StatementError(opts.Dev.Target, "begin", err)
+		}
+		defer devTx.Rollback()
+	}
+	scratch, err := loadScratch(ctx, devTx, files)
 	if err != nil {
 		return nil, err
 	}
-	desired, err := inspect(ctx, tx, scratch, exclude)
+	desired, err := inspect(ctx, devTx, scratch, opts.Exclude)
 	if err != nil {
 		return nil, err
 	}
-	live, err := inspect(ctx, tx, Managed, exclude)
+	live, err := inspect(ctx, tx, Managed, opts.Exclude)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +140,7 @@ func splitTableChanges(changes []sqlschema.Change) []sqlschema.Change {
 // state files describe. A plan touching a protected table is refused with
 // report.ProtectedTable.
 func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Options) (*Plan, error) {
-	cmp, err := compare(ctx, db, files, opts.Exclude)
+	cmp, err := compare(ctx, db, files, opts)
 	if err != nil {
 		return nil, err
 	}

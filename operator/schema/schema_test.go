@@ -247,6 +247,17 @@ func TestSchemaEngine(t *testing.T) {
 		}
 	})
 
+	t.Run("rows written after planning do not make the plan stale", func(t *testing.T) {
+		db, _ := e.db(t)
+		base := `CREATE TABLE events (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, seq bigserial, body text);`
+		mustApply(t, db, mustPlan(t, db, files(base), Options{}), ApplyOptions{})
+		p := mustPlan(t, db, files(base+`CREATE TABLE extra (id int);`), Options{})
+		exec(t, db, `INSERT INTO events (body) SELECT 'x' FROM generate_series(1, 50)`)
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("apply: %+v", res)
+		}
+	})
+
 	t.Run("an edited plan is refused", func(t *testing.T) {
 		db, _ := e.db(t)
 		p := mustPlan(t, db, files(shop), Options{})
@@ -327,13 +338,13 @@ func TestSchemaEngine(t *testing.T) {
 		db, _ := e.db(t)
 		fs := files(shop)
 		mustApply(t, db, mustPlan(t, db, fs, Options{}), ApplyOptions{})
-		d, err := ComputeDrift(context.Background(), db, fs, nil, false)
+		d, err := ComputeDrift(context.Background(), db, fs, Options{}, false)
 		if err != nil || d.Drift || d.Changes != 0 {
 			t.Fatalf("no drift expected: %+v %v", d, err)
 		}
 		exec(t, db, `ALTER TABLE customers DROP COLUMN name`)
 		exec(t, db, `ALTER TABLE orders ADD COLUMN note text`)
-		d, err = ComputeDrift(context.Background(), db, fs, nil, true)
+		d, err = ComputeDrift(context.Background(), db, fs, Options{}, true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -344,7 +355,7 @@ func TestSchemaEngine(t *testing.T) {
 			t.Fatalf("objects: %+v", d.Objects)
 		}
 		exec(t, db, `ALTER TABLE orders DROP COLUMN note`)
-		d, _ = ComputeDrift(context.Background(), db, fs, nil, false)
+		d, _ = ComputeDrift(context.Background(), db, fs, Options{}, false)
 		if d.Categories["column_missing"] != 1 || d.Changes != 1 || d.HighestSeverity != Safe || d.Objects != nil {
 			t.Fatalf("drift: %+v", d)
 		}
