@@ -15,7 +15,7 @@ package controller
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas/finalizers,verbs=update
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemaplans,verbs=get;list;watch;create;delete
-// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemaapprovals,verbs=get;list;watch
+// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemaapprovals,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahresultrecords,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
