@@ -258,6 +258,23 @@ func TestSchemaEngine(t *testing.T) {
 		}
 	})
 
+	t.Run("a failing statement rolls back the whole plan", func(t *testing.T) {
+		db, _ := e.db(t)
+		mustApply(t, db, mustPlan(t, db, files(shop), Options{}), ApplyOptions{})
+		exec(t, db, `INSERT INTO customers (email) VALUES ('a@example.com')`)
+		p := mustPlan(t, db, files(shop+`CREATE TABLE audit (id int);`+"\n"+`ALTER TABLE customers ADD COLUMN tier int NOT NULL;`), Options{})
+		if len(p.Statements) != 2 || !p.Destructive {
+			t.Fatalf("plan: %+v", p.Statements)
+		}
+		_, err := Apply(context.Background(), db, p, ApplyOptions{AllowDestructive: true, LockTimeout: time.Second})
+		if e := wantCode(t, err, report.Execution); !strings.Contains(e.Message, "rolled back") {
+			t.Fatalf("message: %s", e.Message)
+		}
+		if got := columns(t, db, "audit") + columns(t, db, "customers"); got != "id,email,name" {
+			t.Fatalf("a statement of the failed plan was committed: %s", got)
+		}
+	})
+
 	t.Run("an edited plan is refused", func(t *testing.T) {
 		db, _ := e.db(t)
 		p := mustPlan(t, db, files(shop), Options{})
