@@ -1,0 +1,176 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/scenario"
+)
+
+// published writes a scenario folder holding failure-recovery and a
+// recording that publishes it as it is defined now, and returns both paths.
+func published(t *testing.T) (dir, runs string) {
+	t.Helper()
+	tmp := t.TempDir()
+	dir = filepath.Join(tmp, "scenarios")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("../../scenarios/failure-recovery.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(dir, "failure-recovery.yaml")
+	if err := os.WriteFile(file, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := scenario.Load(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := recording.Recording{Scenarios: []recording.Scenario{{ID: s.ID, Title: s.Title, DefinitionDigest: recording.DefinitionDigest(s)}}}
+	out, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs = filepath.Join(tmp, "runs.json")
+	if err := os.WriteFile(runs, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir, runs
+}
+
+func TestRefusesBeforeTouchingTheCluster(t *testing.T) {
+	dir, runs := published(t)
+	other := t.TempDir()
+	if err := os.WriteFile(filepath.Join(other, "runs.json"), []byte(`{"scenarios":[]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	changed := t.TempDir()
+	raw, _ := os.ReadFile(filepath.Join(dir, "failure-recovery.yaml"))
+	edited := strings.Replace(string(raw), "tail -5", "tail -6", 1)
+	if err := os.WriteFile(filepath.Join(changed, "failure-recovery.yaml"), []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// A lab that is not there: any attempt to use it fails differently.
+	noLab := filepath.Join(t.TempDir(), "environment")
+	cases := map[string]struct {
+		args []string
+		code int
+		say  string
+	}{
+		"unknown scenario": {[]string{"-scenarios", dir, "-recording", runs, "-environment", noLab, "no-such"}, 1, "choose one of failure-recovery"},
+		"not published":    {[]string{"-scenarios", dir, "-recording", filepath.Join(other, "runs.json"), "-environment", noLab}, 1, "is not in"},
+		"no recording":     {[]string{"-scenarios", dir, "-recording", filepath.Join(other, "absent.json"), "-environment", noLab}, 1, "only a published scenario"},
+		"changed since":    {[]string{"-scenarios", changed, "-recording", runs, "-environment", noLab}, 1, "changed since it was recorded"},
+		"two scenarios":    {[]string{"-scenarios", dir, "a", "b"}, 2, "one scenario at a time"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(c.args, &stdout, &stderr)
+			if code != c.code || !strings.Contains(stderr.String(), c.say) {
+				t.Errorf("exit %d, stderr %q; want exit %d saying %q", code, stderr.String(), c.code, c.say)
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("a refusal printed %q", stdout.String())
+			}
+		})
+	}
+}
+
+func TestPrepareNeedsTheLab(t *testing.T) {
+	dir, runs := published(t)
+	into := filepath.Join(t.TempDir(), "work")
+	var stdout, stderr bytes.Buffer
+	code := run([]string{"-scenarios", dir, "-recording", runs, "-environment", filepath.Join(t.TempDir(), "environment"), "-prepare", into}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "make demo-up") {
+		t.Errorf("exit %d, stderr %q; want a refusal naming make demo-up", code, stderr.String())
+	}
+	if _, err := os.Stat(into); err == nil {
+		t.Errorf("%s was created without a lab", into)
+	}
+}
+
+func TestCleanRoom(t *testing.T) {
+	dir, _ := published(t)
+	s, err := scenario.Load(filepath.Join(dir, "failure-recovery.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := planFor(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader := []string{"PATH=/usr/bin", "HOME=/h", "TERM=xterm-256color", "LANG=C.UTF-8", "PWD=/w", "KUBECONFIG=/w/kubeconfig", "NAMESPACE=ptah-demo", "PTAH_OCI_PASSWORD=x"}
+	room := func(t *testing.T, files ...string) string {
+		d := t.TempDir()
+		for _, f := range files {
+			if err := os.MkdirAll(filepath.Dir(filepath.Join(d, f)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(d, f), nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return d
+	}
+	t.Run("ready", func(t *testing.T) {
+		if err := cleanRoom(room(t, "step1-manifest.yaml", "kubeconfig"), p, reader); err != nil {
+			t.Errorf("a prepared directory was refused: %v", err)
+		}
+	})
+	refused := map[string]struct {
+		files   []string
+		environ []string
+		say     string
+	}{
+		"the lab is there":      {[]string{"step1-manifest.yaml", "demo/bin/lab"}, reader, "holds demo/bin/lab"},
+		"the recorder is there": {[]string{"step1-manifest.yaml", "go.mod"}, reader, "holds go.mod"},
+		"a name nobody has":     {[]string{"step1-manifest.yaml"}, append(reader, "PTAH_LAB_RUN_ID=r1", "GOFLAGS=-mod=mod"), "GOFLAGS, PTAH_LAB_RUN_ID"},
+		"no hand-over":          {nil, reader, "step 1 reads the hand-over step1-manifest.yaml"},
+	}
+	for name, c := range refused {
+		t.Run(name, func(t *testing.T) {
+			err := cleanRoom(room(t, c.files...), p, c.environ)
+			if err == nil || !strings.Contains(err.Error(), c.say) {
+				t.Errorf("got %v, want a refusal saying %q", err, c.say)
+			}
+		})
+	}
+}
+
+func TestTranscriptDiff(t *testing.T) {
+	pub := []recording.Event{
+		{Step: 1, Note: "Apply it.", Command: "kubectl apply \\\n  -f -", Output: []recording.Line{{Text: "ptahschema.operator.ptah.run/storefront created"}}},
+		{Step: 2, Note: "Read it.", Command: "kubectl get ptahs", Output: []recording.Line{{Text: "storefront   InSync   12s"}}},
+	}
+	same, differ := unifiedLines(transcript(pub), transcript(pub))
+	if differ || strings.ContainsAny(same[:1], "+-") {
+		t.Errorf("identical transcripts differ:\n%s", same)
+	}
+	if !strings.Contains(same, "\n $ kubectl get ptahs\n") || !strings.Contains(same, " >   -f -\n") {
+		t.Errorf("the transcript does not show the command with its continuation:\n%s", same)
+	}
+	got := append([]recording.Event(nil), pub...)
+	got[0].Command = "cat step1-manifest.yaml \\\n  -f -"
+	got[1] = recording.Event{Step: 2, Note: "Read it.", Command: "kubectl get ptahs", Output: []recording.Line{{Text: "storefront   InSync   14s"}}}
+	diff, differ := unifiedLines(transcript(pub), transcript(got))
+	if !differ {
+		t.Fatal("different transcripts reported the same")
+	}
+	for _, want := range []string{
+		"-$ kubectl apply \\\n", "+$ cat step1-manifest.yaml \\\n",
+		"-storefront   InSync   12s\n", "+storefront   InSync   14s\n",
+		" # Read it.\n", " ptahschema.operator.ptah.run/storefront created\n",
+	} {
+		if !strings.Contains(diff, want) {
+			t.Errorf("diff lacks %q:\n%s", want, diff)
+		}
+	}
+}
