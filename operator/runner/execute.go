@@ -274,6 +274,11 @@ func PlanDocument(r *v1alpha1.PlanResult, exclude []string) ([]byte, error) {
 	return p.Marshal()
 }
 
+// PlanDigest is the digest ptah gives the plan document r was copied from.
+func PlanDigest(r *v1alpha1.PlanResult, exclude []string) (string, error) {
+	return planOf(r, exclude).ComputeDigest()
+}
+
 func planOf(r *v1alpha1.PlanResult, exclude []string) *schema.Plan {
 	p := &schema.Plan{
 		APIVersion:         schema.PlanAPIVersion,
