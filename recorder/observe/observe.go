@@ -53,8 +53,9 @@ var ErrTimeout = errors.New("timed out")
 
 // Observer reads and watches objects of any kind the server serves.
 type Observer struct {
-	dyn    dynamic.Interface
-	mapper meta.RESTMapper
+	dyn      dynamic.Interface
+	mapper   meta.RESTMapper
+	deferred *restmapper.DeferredDiscoveryRESTMapper
 	// Namespace is used for namespaced kinds whose target names none.
 	Namespace string
 }
@@ -70,14 +71,28 @@ func New(cfg *rest.Config, namespace string) (*Observer, error) {
 		return nil, fmt.Errorf("observe: dynamic client for %s: %w", cfg.Host, err)
 	}
 	cached := memory.NewMemCacheClient(dc)
-	mapper := restmapper.NewShortcutExpander(restmapper.NewDeferredDiscoveryRESTMapper(cached), cached, nil)
-	return &Observer{dyn: dyn, mapper: mapper, Namespace: namespace}, nil
+	deferred := restmapper.NewDeferredDiscoveryRESTMapper(cached)
+	mapper := restmapper.NewShortcutExpander(deferred, cached, nil)
+	return &Observer{dyn: dyn, mapper: mapper, deferred: deferred, Namespace: namespace}, nil
 }
 
 // Mapping resolves a kind as kubectl does: resource (plural, singular or
 // short name, optionally .group or .version.group) first, then kind. An
 // unknown kind is an error naming it.
 func (o *Observer) Mapping(kind string) (*meta.RESTMapping, error) {
+	m, err := o.mapping(kind)
+	if err != nil && errors.Is(err, errNoKind) {
+		// A scenario may install a CRD after discovery was cached: look
+		// again once before calling the kind unknown.
+		o.deferred.Reset()
+		m, err = o.mapping(kind)
+	}
+	return m, err
+}
+
+var errNoKind = errors.New("no such resource type")
+
+func (o *Observer) mapping(kind string) (*meta.RESTMapping, error) {
 	arg := strings.ToLower(kind)
 	gvr, gr := schema.ParseResourceArg(arg)
 	var gvk schema.GroupVersionKind
@@ -103,7 +118,7 @@ func (o *Observer) Mapping(kind string) (*meta.RESTMapping, error) {
 	m, err := o.mapper.RESTMapping(gk)
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, fmt.Errorf("observe: the server has no resource type %q: check the kind's spelling and that its CRD is installed", kind)
+			return nil, fmt.Errorf("observe: the server has no resource type %q: check the kind's spelling and that its CRD is installed: %w", kind, errNoKind)
 		}
 		return nil, fmt.Errorf("observe: resolve kind %q: %w", kind, err)
 	}

@@ -94,6 +94,33 @@ func TestObserver(t *testing.T) {
 		}
 	})
 
+	t.Run("a kind installed after discovery resolves", func(t *testing.T) {
+		if _, err := obs.Read(ctx, Target{Kind: "gadget", Name: "g"}); err == nil {
+			t.Fatal("gadget resolved before its CRD exists")
+		}
+		crd := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+			"metadata": map[string]any{"name": "gadgets.test.ptah.run"},
+			"spec": map[string]any{
+				"group": "test.ptah.run", "scope": "Namespaced",
+				"names": map[string]any{"kind": "Gadget", "plural": "gadgets", "singular": "gadget"},
+				"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+					"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}},
+			},
+		}}
+		crds := schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+		if _, err := dyn.Resource(crds).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := obs.Await(ctx, Target{Kind: "crd", Name: "gadgets.test.ptah.run"}, 30*time.Second, conditionHolds("Established", "True", "InitialNamesAccepted", false)); err != nil {
+			t.Fatal(err)
+		}
+		o, err := obs.Read(ctx, Target{Kind: "gadget", Name: "g"})
+		if err != nil || !o.Absent() || o.Resource != "gadgets.test.ptah.run" {
+			t.Errorf("read gadget after its CRD = %+v, %v", o.Resource, err)
+		}
+	})
+
 	t.Run("missing object is absent", func(t *testing.T) {
 		o, err := obs.Read(ctx, Target{Kind: "widget", Name: "nothing-here"})
 		if err != nil || !o.Absent() {
