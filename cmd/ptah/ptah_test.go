@@ -237,7 +237,7 @@ func TestSchemaCommands(t *testing.T) {
 			t.Fatalf("message: %s", o.message())
 		}
 		o = c.run("schema", "plan", "--schema-file", bad)
-		if o.code != 2 || !strings.Contains(o.stderr, "parse: broken.sql:3") {
+		if o.code != 2 || !strings.Contains(o.stderr, "parse: "+bad+":3") {
 			t.Fatalf("text mode: %d %s", o.code, o.stderr)
 		}
 	})

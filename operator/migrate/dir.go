@@ -31,6 +31,7 @@ type Migration struct {
 	Name     string `json:"name"`
 	File     string `json:"file"`
 	Checksum string `json:"checksum"`
+	path     string // for messages: the directory as given and File
 	text     string
 }
 
@@ -153,7 +154,7 @@ func parse(dir string, files map[string][]byte) (*Dir, error) {
 			return nil, report.Errorf(report.Parse, "%s and %s have the same version %d", other, name, v)
 		}
 		seen[v] = name
-		d.Migrations = append(d.Migrations, Migration{Version: v, Name: m[2], File: name, Checksum: checksum(b), text: string(b)})
+		d.Migrations = append(d.Migrations, Migration{Version: v, Name: m[2], File: name, Checksum: checksum(b), path: filepath.Join(dir, name), text: string(b)})
 	}
 	sort.Slice(d.Migrations, func(i, j int) bool { return d.Migrations[i].Version < d.Migrations[j].Version })
 	return d, nil

@@ -173,7 +173,7 @@ func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration) (
 			_, err := tx.ExecContext(ctx, q)
 			return err
 		}
-		if err := database.ExecScript(ctx, exec, target, m.File, m.text, report.Execution); err != nil {
+		if err := database.ExecScript(ctx, exec, target, m.path, m.text, report.Execution); err != nil {
 			e := report.AsError(err)
 			e.Message += "; its transaction was rolled back"
 			return e
@@ -265,7 +265,7 @@ func checkHistory(dir *Dir, history []Revision, pending []Migration) error {
 		case !ok:
 			return report.Errorf(report.HistoryMissing, "migration %d (%s) was applied but has no file in %s", h.Version, h.Name, dir.Path)
 		case m.Checksum != h.Checksum:
-			return report.Errorf(report.HistoryModified, "migration %d was applied with checksum %s but %s now has %s; an applied migration must not change, add a new one", h.Version, h.Checksum, m.File, m.Checksum)
+			return report.Errorf(report.HistoryModified, "migration %d was applied with checksum %s but %s now has %s; an applied migration must not change, add a new one", h.Version, h.Checksum, m.path, m.Checksum)
 		}
 		newest = max(newest, h.Version)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -16,7 +15,7 @@ import (
 	"ptah.run/operator/operator/report"
 )
 
-// File is one desired-state SQL file: its name (as given, for messages) and text.
+// File is one desired-state SQL file: its path as given (messages name it) and text.
 type File struct {
 	Name string
 	Text string
@@ -33,7 +32,7 @@ func ReadFiles(paths []string) ([]File, error) {
 		if err != nil {
 			return nil, report.Errorf(report.Usage, "read schema file %s: %v", p, errors.Unwrap(err))
 		}
-		files = append(files, File{Name: filepath.Base(p), Text: string(b)})
+		files = append(files, File{Name: p, Text: string(b)})
 	}
 	return files, nil
 }
