@@ -56,14 +56,14 @@ var (
 // value, a value outside what the name accepts, and a name it does not know.
 func (l *Lab) Manifest(name, digest string, getenv func(string) (string, bool)) (string, error) {
 	if !namePattern.MatchString(name) {
-		return "", fmt.Errorf("manifest %q: not a manifest name: use one of %s", name, l.manifestNames())
+		return "", fmt.Errorf("%q is not a manifest name: use one of %s", name, l.manifestNames())
 	}
 	if !digestPattern.MatchString(digest) {
-		return "", fmt.Errorf("manifest %s: digest %q is not sha256:<64 hex>: pass what `lab publish` printed", name, digest)
+		return "", fmt.Errorf("%s: digest %q is not sha256:<64 hex>: pass what `lab publish` printed", name, digest)
 	}
 	raw, err := os.ReadFile(filepath.Join(l.Root, "demo", "manifests", name+".yaml"))
 	if errors.Is(err, os.ErrNotExist) {
-		return "", fmt.Errorf("manifest %s: no demo/manifests/%s.yaml: use one of %s", name, name, l.manifestNames())
+		return "", fmt.Errorf("%s: no demo/manifests/%s.yaml: use one of %s", name, name, l.manifestNames())
 	}
 	if err != nil {
 		return "", err
@@ -99,7 +99,7 @@ func (l *Lab) Manifest(name, digest string, getenv func(string) (string, bool)) 
 		return v
 	})
 	if len(problems) > 0 {
-		return "", fmt.Errorf("manifest %s: %s", name, strings.Join(dedupe(problems), "; "))
+		return "", fmt.Errorf("%s: %s", name, strings.Join(dedupe(problems), "; "))
 	}
 	return out, nil
 }
