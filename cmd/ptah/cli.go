@@ -46,7 +46,7 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	name, rest := commandName(argv)
 	cmd, ok := commands[name]
 	if !ok {
-		return finish(stdout, stderr, name, false, hasJSONFlag(argv), nil, false,
+		return finish(stdout, stderr, name, hasJSONFlag(argv), nil, false,
 			report.Errorf(report.Usage, "unknown command %q; commands: %s", strings.Join(argv[:min(len(argv), 2)], " "), commandList()))
 	}
 	fs := flag.NewFlagSet("ptah "+name, flag.ContinueOnError)
@@ -55,10 +55,10 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	act := cmd.setup(fs)
 	args, err := parseInterleaved(fs, rest)
 	if err != nil {
-		return finish(stdout, stderr, name, true, hasJSONFlag(argv), nil, false, report.Errorf(report.Usage, "%v", err))
+		return finish(stdout, stderr, name, hasJSONFlag(argv), nil, false, report.Errorf(report.Usage, "%v", err))
 	}
 	result, negative, err := act(ctx, args)
-	return finish(stdout, stderr, name, true, *asJSON, result, negative, err)
+	return finish(stdout, stderr, name, *asJSON, result, negative, err)
 }
 
 // commandName takes the longest known command name off the front of argv.
@@ -108,7 +108,9 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func finish(stdout, stderr io.Writer, name string, known, asJSON bool, result any, negative bool, err error) int {
+// finish prints the outcome: the JSON document on stdout with --json, else
+// the result as text; an error also goes to stderr either way.
+func finish(stdout, stderr io.Writer, name string, asJSON bool, result any, negative bool, err error) int {
 	doc := report.New(name, result, negative, err)
 	if doc.Error != nil {
 		fmt.Fprintf(stderr, "ptah %s: %s: %s\n", name, doc.Error.Code, doc.Error.Message)
@@ -118,7 +120,7 @@ func finish(stdout, stderr io.Writer, name string, known, asJSON bool, result an
 			fmt.Fprintf(stderr, "ptah: write the result: %v\n", werr)
 			return report.ExitError
 		}
-	} else if result != nil && (doc.Error == nil || known) {
+	} else if result != nil {
 		printHuman(stdout, result)
 	}
 	return doc.ExitCode
@@ -135,7 +137,7 @@ func printHuman(w io.Writer, result any) {
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-// strings is a repeatable string flag.
+// stringList is a repeatable string flag.
 type stringList []string
 
 func (l *stringList) String() string     { return strings.Join(*l, ",") }
@@ -164,7 +166,8 @@ func (f dbFlags) open(ctx context.Context) (*database.DB, error) {
 	return database.Open(ctx, database.URLFrom(*f.url), *f.connectTimeout)
 }
 
-// ociFlags are the flags of every command that talks to a registry.
+// newOCIClient declares the flags of every command that talks to a
+// registry and returns the client they configure.
 func newOCIClient(fs *flag.FlagSet) func() *artifact.Client {
 	plain := fs.Bool("plain-http", false, "speak plain HTTP to the registry (a lab registry)")
 	return func() *artifact.Client {
