@@ -65,74 +65,7 @@ echo "== build the repetition's checker (kept outside the directory and off PATH
 go build -o "$tools/reproduce" ./acceptance/reproduce
 
 echo "== as the lab: account $account in $ns, which may not create a Job"
-lab apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: ServiceAccount
-metadata: {name: $account, namespace: $ns}
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: $account, namespace: $ns}
-rules:
-- apiGroups: [operator.ptah.run]
-  resources: [ptahschemas]
-  verbs: [get, list, watch, create, patch, update]
-- apiGroups: [operator.ptah.run]
-  resources: [ptahschemaapprovals]
-  verbs: [get, list, watch, create]
-- apiGroups: [operator.ptah.run]
-  resources: [ptahschemaplans, ptahresultrecords]
-  verbs: [get, list, watch]
-- apiGroups: ["", events.k8s.io]
-  resources: [events]
-  verbs: [get, list, watch]
-- apiGroups: [batch]
-  resources: [jobs]
-  verbs: [get, list, watch]
-- apiGroups: [apps]
-  resources: [deployments]
-  verbs: [get, list, watch]
-- apiGroups: [""]
-  resources: [pods]
-  verbs: [get, list]
-- apiGroups: [""]
-  resources: [pods/exec]
-  verbs: [get, create]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: $account, namespace: $ns}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: $account}
-subjects: [{kind: ServiceAccount, name: $account, namespace: $ns}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: "$account:$ns", namespace: $operator_ns}
-rules:
-- apiGroups: [apps]
-  resources: [deployments]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: "$account:$ns", namespace: $operator_ns}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: "$account:$ns"}
-subjects: [{kind: ServiceAccount, name: $account, namespace: $ns}]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRole
-metadata: {name: "$account:$ns"}
-rules:
-- apiGroups: [apiextensions.k8s.io]
-  resources: [customresourcedefinitions]
-  verbs: [get, list, watch]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: ClusterRoleBinding
-metadata: {name: "$account:$ns"}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "$account:$ns"}
-subjects: [{kind: ServiceAccount, name: $account, namespace: $ns}]
-EOF
+sed -e "s/\${NAMESPACE}/$ns/g" -e "s/\${OPERATOR_NAMESPACE}/$operator_ns/g" acceptance/account.yaml | lab apply -f - >/dev/null
 server=$(lab config view --minify --raw -o jsonpath='{.clusters[0].cluster.server}')
 ca=$(lab config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificate-authority-data}')
 [ -n "$server" ] && [ -n "$ca" ] || { echo "reproduce: $admin names no server with certificate-authority-data" >&2; exit 1; }

@@ -59,7 +59,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if o.prepare != "" {
 			err = prepare(ctx, o, pub, plan, stdout, stderr)
 		} else {
-			err = repeat(ctx, o, pub, plan, stdout, stderr)
+			var dir string
+			if dir, err = os.Getwd(); err == nil {
+				err = repeat(ctx, o, pub, plan, dir, os.Environ(), stdout, stderr)
+			}
 		}
 	}
 	if err != nil {
@@ -180,18 +183,22 @@ func prepare(ctx context.Context, o options, _ recording.Scenario, p Plan, stdou
 	return nil
 }
 
-// repeat runs the rewritten steps in the current directory with the current
-// environment, checks every claim on the live objects, and prints the claims
-// and a diff of the transcript against the published one.
-func repeat(ctx context.Context, o options, pub recording.Scenario, p Plan, stdout, stderr io.Writer) error {
-	dir, err := os.Getwd()
-	if err != nil {
+// repeat runs the rewritten steps in dir with environ (the process's own),
+// checks every claim on the live objects, and prints the claims and a diff
+// of the transcript against the published one.
+func repeat(ctx context.Context, o options, pub recording.Scenario, p Plan, dir string, environ []string, stdout, stderr io.Writer) error {
+	if err := cleanRoom(dir, p, environ); err != nil {
 		return err
 	}
-	if err := cleanRoom(dir, p, os.Environ()); err != nil {
-		return err
+	lookup := func(name string) (string, bool) {
+		for _, kv := range environ {
+			if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+				return v, true
+			}
+		}
+		return "", false
 	}
-	kubeconfig := os.Getenv("KUBECONFIG")
+	kubeconfig, _ := lookup("KUBECONFIG")
 	if kubeconfig == "" {
 		return errors.New("KUBECONFIG is not set: it names the cluster, and the account, the commands run as")
 	}
@@ -199,12 +206,13 @@ func repeat(ctx context.Context, o options, pub recording.Scenario, p Plan, stdo
 	if err != nil {
 		return fmt.Errorf("read KUBECONFIG %s: %w", kubeconfig, err)
 	}
-	obs, err := observe.New(cfg, os.Getenv("NAMESPACE"))
+	namespace, _ := lookup("NAMESPACE")
+	obs, err := observe.New(cfg, namespace)
 	if err != nil {
 		return err
 	}
 	runner := &session.Runner{
-		Shell:    execute.Shell{Dir: dir, Env: envnames.Environ(os.LookupEnv), Timeout: session.DefaultCommand},
+		Shell:    execute.Shell{Dir: dir, Env: envnames.Environ(lookup), Timeout: session.DefaultCommand},
 		Observer: obs,
 		Config:   cfg,
 		Progress: stderr,
