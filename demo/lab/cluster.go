@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/distribution/reference"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
@@ -56,7 +58,13 @@ func (l *Lab) upCluster(ctx context.Context, s *state, made *created) (string, e
 		return "", err
 	}
 	how := "already up"
-	if !exists {
+	if exists {
+		// The cluster keeps the node image it was created from; record that one.
+		if img, err := l.r.Output(ctx, "docker", "container", "inspect", "--format", "{{.Config.Image}}", s.cluster+"-control-plane"); err == nil && img != s.node.Ref {
+			l.r.Printf("  cluster %s runs node image %s (a newer one, %s, is used by the next new cluster)", s.cluster, img, s.node.Ref)
+			s.node.Ref = img
+		}
+	} else {
 		if !l.d.NetworkExists(ctx, "kind") {
 			// kind creates the network; it is ours to remove when the lab goes.
 			if err := made.add("network", "kind"); err != nil {
@@ -97,7 +105,7 @@ func (l *Lab) upLoadImages(ctx context.Context, s *state, _ *created) (string, e
 	}
 	var loaded, present []string
 	for _, n := range nodeList {
-		if _, err := nodeutils.ImageID(n, s.postgresIm.Ref); err == nil {
+		if nodeHasImage(n, s.postgresIm.Ref) {
 			present = append(present, s.postgresIm.Ref)
 		} else {
 			if err := l.loadDockerImage(ctx, n, s.postgresIm.Ref); err != nil {
@@ -117,6 +125,24 @@ func (l *Lab) upLoadImages(ctx context.Context, s *state, _ *created) (string, e
 		}
 	}
 	return fmt.Sprintf("loaded [%s], already present [%s]", strings.Join(loaded, " "), strings.Join(present, " ")), nil
+}
+
+// nodeHasImage asks the node's containerd (the node image has ctr, not crictl).
+func nodeHasImage(n nodes.Node, ref string) bool {
+	named, err := reference.ParseNormalizedNamed(ref)
+	if err != nil {
+		return false
+	}
+	var out bytes.Buffer
+	if err := n.Command("ctr", "--namespace=k8s.io", "images", "ls", "-q").SetStdout(&out).Run(); err != nil {
+		return false
+	}
+	for _, line := range strings.Fields(out.String()) {
+		if line == named.String() {
+			return true
+		}
+	}
+	return false
 }
 
 func loadArchive(n nodes.Node, path string) error {

@@ -55,15 +55,9 @@ func (l *Lab) Down(ctx context.Context, removeImages bool) error {
 	if err := l.verifyGone(ctx, made, env); err != nil {
 		return err
 	}
-	var images []string
-	if raw, err := os.ReadFile(l.provenanceFile()); err == nil {
-		for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
-			if strings.HasSuffix(line, "(built)") || strings.HasSuffix(line, "(cached)") {
-				_, ref, _ := strings.Cut(strings.TrimSuffix(strings.TrimSuffix(line, " (built)"), " (cached)"), "=")
-				images = append(images, ref)
-			}
-		}
-	}
+	// Every image under ptah-lab/ was built by the lab.
+	out, _ := l.r.Output(ctx, "docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", "ptah-lab/*")
+	images := strings.Fields(out)
 	for _, f := range []string{l.environmentFile(), l.kubeconfig(), l.credentialsFile(), l.secretsFile(), l.createdFile(),
 		filepath.Join(l.Dir, "postgres.env"), filepath.Join(l.Dir, "registry")} {
 		os.RemoveAll(f)
