@@ -58,7 +58,7 @@ func (l *Lab) Down(ctx context.Context, removeImages bool) error {
 	// Every image under ptah-lab/ was built by the lab.
 	out, _ := l.r.Output(ctx, "docker", "image", "ls", "--format", "{{.Repository}}:{{.Tag}}", "ptah-lab/*")
 	images := strings.Fields(out)
-	for _, f := range []string{l.environmentFile(), l.kubeconfig(), l.credentialsFile(), l.secretsFile(), l.createdFile(),
+	for _, f := range []string{l.environmentFile(), l.kubeconfig(), l.credentialsFile(), l.secretsFile(), l.createdFile(), l.provenanceFile(),
 		filepath.Join(l.Dir, "postgres.env"), filepath.Join(l.Dir, "registry")} {
 		os.RemoveAll(f)
 	}

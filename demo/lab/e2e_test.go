@@ -66,17 +66,17 @@ func TestLabUpAndDown(t *testing.T) {
 	}
 	t.Logf("lab up (again, idempotent): %s", time.Since(start).Round(time.Second))
 
-	env, err := labenv.Load(l.environmentFile())
+	lenv, err := labenv.Load(l.environmentFile())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"KUBECONFIG", "NAMESPACE", "OPERATOR_NAMESPACE", "CONTROLLER", "REGISTRY_IN_CLUSTER", "PTAH_OCI_REGISTRY", "PTAH_LAB_RUN_ID", "PTAH_LAB_SECRETS"} {
-		if v, _ := env.Lookup(k); v == "" {
+		if v, _ := lenv.Lookup(k); v == "" {
 			t.Errorf("environment has no %s", k)
 		}
 	}
-	if len(env.Secrets) < 3 {
-		t.Errorf("the recorder sees %d secrets, want every generated password", len(env.Secrets))
+	if len(lenv.Secrets) < 3 {
+		t.Errorf("the recorder sees %d secrets, want every generated password", len(lenv.Secrets))
 	}
 	get := func(args ...string) string {
 		t.Helper()
@@ -86,7 +86,7 @@ func TestLabUpAndDown(t *testing.T) {
 		}
 		return out
 	}
-	cluster := env.Values["PTAH_LAB_CLUSTER"]
+	cluster := lenv.Values["PTAH_LAB_CLUSTER"]
 	postgresIP, err := l.d.IP(ctx, cluster+"-postgres", "kind")
 	if err != nil {
 		t.Fatal(err)
@@ -116,11 +116,41 @@ func TestLabUpAndDown(t *testing.T) {
 		t.Errorf("lab psql printed %q, want 42", stdout.String())
 	}
 	stdout.Reset()
-	if err := l.Psql(ctx, "select rolsuper, rolcreatedb, rolcreaterole from pg_roles where rolname = current_user"); err != nil {
+	if err := l.Psql(ctx, "select (rolsuper or rolcreatedb or rolcreaterole or rolbypassrls)::text as privileged from pg_roles where rolname = current_user"); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(stdout.String(), "f           | f           | f") {
+	if !strings.Contains(stdout.String(), " false") {
 		t.Errorf("the application role is not least-privileged: %q", stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(root, "cmd", "ptah")); err == nil {
+		stdout.Reset()
+		if err := l.Publish(ctx, "v1"); err != nil {
+			t.Fatalf("lab publish v1: %v", err)
+		}
+		digest := strings.TrimSpace(stdout.String())
+		if !digestPattern.MatchString(digest) {
+			t.Fatalf("lab publish printed %q, want only a digest", digest)
+		}
+		doc, err := l.Manifest("storefront", digest, env(map[string]string{"APPLY": "Always"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.kubectlCmd(ctx, doc, "apply", "--dry-run=server", "-f", "-"); err != nil {
+			t.Errorf("the API server refuses the rendered manifest: %v", err)
+		}
+	}
+	if err := l.Psql(ctx, "create table leftover (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Reset(ctx); err != nil {
+		t.Fatalf("lab reset: %v", err)
+	}
+	stdout.Reset()
+	if err := l.Psql(ctx, "select count(*) as tables from pg_tables where schemaname = 'public'"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stdout.String(), "      0") {
+		t.Errorf("tables left after reset: %q", stdout.String())
 	}
 	creds, err := l.loadCredentials()
 	if err != nil || creds == nil {
@@ -132,7 +162,7 @@ func TestLabUpAndDown(t *testing.T) {
 		}
 	}
 
-	runID := env.RunID
+	runID := lenv.RunID
 	madeNetwork := loadCreated(l.createdFile()).has("network", "kind")
 	start = time.Now()
 	if err := l.Down(ctx, false); err != nil {
