@@ -1,7 +1,8 @@
-package main
+package repeat
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -57,40 +58,40 @@ func TestRefusesBeforeTouchingTheCluster(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(changed, "failure-recovery.yaml"), []byte(edited), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// A lab that is not there: any attempt to use it fails differently.
-	noLab := filepath.Join(t.TempDir(), "environment")
 	cases := map[string]struct {
-		args []string
-		code int
-		say  string
+		o   Options
+		say string
 	}{
-		"unknown scenario": {[]string{"-scenarios", dir, "-recording", runs, "-environment", noLab, "no-such"}, 1, "choose one of failure-recovery"},
-		"not published":    {[]string{"-scenarios", dir, "-recording", filepath.Join(other, "runs.json"), "-environment", noLab}, 1, "is not in"},
-		"no recording":     {[]string{"-scenarios", dir, "-recording", filepath.Join(other, "absent.json"), "-environment", noLab}, 1, "only a published scenario"},
-		"changed since":    {[]string{"-scenarios", changed, "-recording", runs, "-environment", noLab}, 1, "changed since it was recorded"},
-		"two scenarios":    {[]string{"-scenarios", dir, "a", "b"}, 2, "one scenario at a time"},
+		"unknown scenario": {Options{ID: "no-such", Scenarios: dir, Recording: runs}, "choose one of failure-recovery"},
+		"not published":    {Options{ID: "failure-recovery", Scenarios: dir, Recording: filepath.Join(other, "runs.json")}, "is not in"},
+		"no recording":     {Options{ID: "failure-recovery", Scenarios: dir, Recording: filepath.Join(other, "absent.json")}, "only a published scenario"},
+		"changed since":    {Options{ID: "failure-recovery", Scenarios: changed, Recording: runs}, "changed since it was recorded"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			var stdout, stderr bytes.Buffer
-			code := run(c.args, &stdout, &stderr)
-			if code != c.code || !strings.Contains(stderr.String(), c.say) {
-				t.Errorf("exit %d, stderr %q; want exit %d saying %q", code, stderr.String(), c.code, c.say)
-			}
-			if stdout.Len() > 0 {
-				t.Errorf("a refusal printed %q", stdout.String())
+			_, err := Load(c.o)
+			if err == nil || !strings.Contains(err.Error(), c.say) {
+				t.Errorf("Load: %v; want a refusal saying %q", err, c.say)
 			}
 		})
+	}
+	if _, err := Load(Options{ID: "failure-recovery", Scenarios: dir, Recording: runs}); err != nil {
+		t.Errorf("the published scenario as defined was refused: %v", err)
 	}
 }
 
 func TestPrepareNeedsTheLab(t *testing.T) {
 	dir, runs := published(t)
+	o := Options{ID: "failure-recovery", Scenarios: dir, Recording: runs, Environment: filepath.Join(t.TempDir(), "environment")}
+	pub, err := Load(o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	into := filepath.Join(t.TempDir(), "work")
 	var stdout, stderr bytes.Buffer
-	code := run([]string{"-scenarios", dir, "-recording", runs, "-environment", filepath.Join(t.TempDir(), "environment"), "-prepare", into}, &stdout, &stderr)
-	if code != 1 || !strings.Contains(stderr.String(), "make demo-up") {
-		t.Errorf("exit %d, stderr %q; want a refusal naming make demo-up", code, stderr.String())
+	err = Prepare(context.Background(), o, pub, into, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "make demo-up") {
+		t.Errorf("Prepare without a lab: %v; want a refusal naming make demo-up", err)
 	}
 	if _, err := os.Stat(into); err == nil {
 		t.Errorf("%s was created without a lab", into)

@@ -1,4 +1,4 @@
-package main
+package repeat
 
 import (
 	"bytes"
@@ -159,14 +159,18 @@ current-context: a
 		t.Fatal(err)
 	}
 
-	o := options{id: def.ID, scenarios: scenarios, recording: runs, environment: filepath.Join(t.TempDir(), "none")}
-	if _, _, err := load(o); err != nil {
+	o := Options{ID: def.ID, Scenarios: scenarios, Recording: runs, Environment: filepath.Join(t.TempDir(), "none")}
+	loaded, err := Load(o)
+	if err != nil {
 		t.Fatalf("the fixture is not a published scenario: %v", err)
+	}
+	if len(loaded.Plan.HandOvers) != 1 || loaded.Plan.HandOvers[0].File != "step1-manifest.yaml" {
+		t.Fatalf("hand-overs %+v, want step 1's manifest", loaded.Plan.HandOvers)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	if err := repeat(ctx, o, pub, plan, work, environ, &stdout, &stderr); err != nil {
+	if err := Run(ctx, o, Published{Recorded: pub, Plan: plan}, work, environ, &stdout, &stderr); err != nil {
 		t.Fatalf("repeat: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	out := stdout.String()
