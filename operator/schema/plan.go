@@ -74,28 +74,39 @@ type comparison struct {
 
 // compare loads the desired SQL into a scratch schema, inspects it and the
 // managed schema the same way and diffs them. Nothing it does is committed.
+// The two sides are read at the same time on two connections.
 func compare(ctx context.Context, db *database.DB, files []File, opts Options) (*comparison, error) {
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return nil, database.StatementError(db.Target, "begin", err)
 	}
 	defer tx.Rollback()
-	devTx := tx
+	dev := db
 	if opts.Dev != nil {
-		if devTx, err = opts.Dev.BeginTx(ctx, nil); err != nil {
-			return nil, database.StatementError(opts.Dev.Target, "begin", err)
+		dev = opts.Dev
+	}
+	devTx, err := dev.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, database.StatementError(dev.Target, "begin", err)
+	}
+	defer devTx.Rollback()
+	var desired *state
+	var desiredErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		scratch, err := loadScratch(ctx, devTx, files)
+		if err != nil {
+			desiredErr = err
+			return
 		}
-		defer devTx.Rollback()
-	}
-	scratch, err := loadScratch(ctx, devTx, files)
-	if err != nil {
-		return nil, err
-	}
-	desired, err := inspect(ctx, devTx, scratch, opts.Exclude)
-	if err != nil {
-		return nil, err
-	}
+		desired, desiredErr = inspect(ctx, devTx, scratch, opts.Exclude)
+	}()
 	live, err := inspect(ctx, tx, Managed, opts.Exclude)
+	<-done
+	if desiredErr != nil {
+		return nil, desiredErr
+	}
 	if err != nil {
 		return nil, err
 	}
