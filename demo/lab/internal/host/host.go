@@ -114,7 +114,11 @@ func LacksSysResource() (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("host: read capability bounding set: %w", err)
 	}
-	for _, line := range strings.Split(string(status), "\n") {
+	return lacksSysResource(string(status))
+}
+
+func lacksSysResource(status string) (bool, error) {
+	for _, line := range strings.Split(status, "\n") {
 		if v, ok := strings.CutPrefix(line, "CapBnd:"); ok {
 			bits, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
 			if err != nil {
