@@ -14,11 +14,11 @@ CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 # Debian packages the tests need (binary that proves each one is there).
 HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium
 
-.PHONY: test host-deps envtest generate check-generated lint unit demo
+.PHONY: test host-deps envtest generate check-generated lint scenarios unit demo
 .DEFAULT_GOAL := test
 
 ## test: everything CI runs (host packages, envtest binaries, generated code up to date, lint, all tests)
-test: host-deps envtest check-generated lint unit
+test: host-deps envtest check-generated lint scenarios unit
 
 ## host-deps: install the missing Debian packages the tests need (needs root when any is missing)
 host-deps:
@@ -55,6 +55,10 @@ check-generated: generate
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+## scenarios: every scenario file loads (format, refusals, environment names)
+scenarios:
+	$(GO) run ./cmd/record -check -scenarios scenarios
 
 ## unit: the Go tests; the real components' start-up times are printed first
 unit:
