@@ -109,7 +109,8 @@ func (l *Lab) builder() *images.Builder {
 	return &images.Builder{
 		R: l.r, D: l.d, Cache: l.Cache, RepoRoot: l.Root,
 		KubernetesVersion: KubernetesVersion, KindVersion: KindVersion,
-		PullTimeout: 30 * time.Second,
+		// Offline, a pull fails at once (no DNS); online, a node image takes minutes.
+		PullTimeout: 10 * time.Minute,
 	}
 }
 
