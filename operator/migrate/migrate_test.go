@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,6 +235,55 @@ func TestMigrations(t *testing.T) {
 		}
 		holder.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", database.LockKey)
 		up(t, db, dir)
+	})
+
+	t.Run("concurrent runs are serialised by the lock", func(t *testing.T) {
+		db := f.db(t)
+		dir := read(t, migrations(t, three))
+		reports := make([]*Report, 3)
+		errs := make([]error, 3)
+		var wg sync.WaitGroup
+		for i := range reports {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				reports[i], errs[i] = Up(ctx, db, dir, UpOptions{LockTimeout: 30 * time.Second})
+			}()
+		}
+		wg.Wait()
+		statuses := map[string]int{}
+		for i, r := range reports {
+			if errs[i] != nil {
+				t.Fatalf("run %d: %v", i, errs[i])
+			}
+			statuses[r.Status]++
+		}
+		if statuses[Applied] != 1 || statuses[UpToDate] != 2 {
+			t.Fatalf("statuses %v, want one Applied and two UpToDate", statuses)
+		}
+	})
+
+	t.Run("a connection lost mid-migration is Unknown, then dirty", func(t *testing.T) {
+		db := f.db(t)
+		dir := read(t, migrations(t, with(with(three, "0000000003_email_index.up.sql", ""), "0000000002_orders.up.sql", "SELECT pg_sleep(60);\n")))
+		go func() {
+			// Kill the backend running the migration, as a failover would.
+			for range 200 {
+				var n int
+				row := db.QueryRow(`SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(60)%' AND pid <> pg_backend_pid()`)
+				if row.Scan(&n) == nil && n > 0 {
+					return
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+		}()
+		r, err := Up(ctx, db, dir, UpOptions{LockTimeout: 10 * time.Second})
+		wantCode(t, err, report.Connection)
+		if r.Status != Unknown || r.FailedVersion.Version != 2 || !slices.Equal(versions(r.AppliedNow), []int64{1}) {
+			t.Fatalf("report: %+v", r)
+		}
+		_, err = Up(ctx, db, dir, UpOptions{LockTimeout: 10 * time.Second})
+		wantCode(t, err, report.Dirty)
 	})
 
 	t.Run("expect-sequence refuses another pending set", func(t *testing.T) {
