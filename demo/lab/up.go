@@ -147,14 +147,24 @@ func (l *Lab) saveCredentials(c credentials) error {
 
 func (l *Lab) upImages(ctx context.Context, s *state, _ *created) (string, error) {
 	b := l.builder()
+	// PostgreSQL's root filesystem is network bound, the node's Go builds CPU
+	// bound: they overlap. The registry's Go build waits for the node's.
+	pgDone := make(chan error, 1)
+	go func() {
+		var err error
+		s.postgresIm, err = b.Postgres(ctx)
+		pgDone <- err
+	}()
 	var err error
 	if s.node, err = b.Node(ctx); err != nil {
+		<-pgDone
 		return "", err
 	}
 	if s.registryIm, err = b.Registry(ctx); err != nil {
+		<-pgDone
 		return "", err
 	}
-	if s.postgresIm, err = b.Postgres(ctx); err != nil {
+	if err := <-pgDone; err != nil {
 		return "", err
 	}
 	psql := s.postgresIm

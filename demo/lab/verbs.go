@@ -46,15 +46,16 @@ func (l *Lab) Credentials() error {
 // and prints what psql prints.
 func (l *Lab) Psql(ctx context.Context, sql string) error {
 	if strings.TrimSpace(sql) == "" {
-		return errors.New("psql: no SQL: pass it as one argument, e.g. lab psql 'select 1'")
+		return errors.New("no SQL: pass it as one argument, e.g. lab psql 'select 1'")
 	}
 	if _, err := l.up(ctx); err != nil {
 		return err
 	}
-	out, err := l.kubectlCmd(ctx, sql, "-n", Namespace, "exec", "-i", "deployment/"+psqlDeployment, "--",
-		"sh", "-c", `exec psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -f -`)
+	out, err := l.r.Run(ctx, run.Cmd{Name: l.kubectl(), Stdin: strings.NewReader(sql), Brief: true,
+		Args: []string{"--kubeconfig", l.kubeconfig(), "-n", Namespace, "exec", "-i", "deployment/" + psqlDeployment, "--",
+			"sh", "-c", `exec psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -f -`}})
 	if err != nil {
-		return fmt.Errorf("psql: %w", err)
+		return err
 	}
 	l.printf("%s\n", out)
 	return nil
@@ -67,13 +68,13 @@ var digestInOutput = regexp.MustCompile(`sha256:[0-9a-f]{64}`)
 func (l *Lab) Publish(ctx context.Context, rev string) error {
 	file := filepath.Join(l.Root, "demo", "schemas", rev+".sql")
 	if !namePattern.MatchString(rev) {
-		return fmt.Errorf("publish: %q is not a schema revision: use v1, v2 or v3 (demo/schemas/REV.sql)", rev)
+		return fmt.Errorf("%q is not a schema revision: use v1, v2 or v3 (demo/schemas/REV.sql)", rev)
 	}
 	if _, err := os.Stat(file); err != nil {
-		return fmt.Errorf("publish: no demo/schemas/%s.sql: use one of the files in demo/schemas", rev)
+		return fmt.Errorf("no demo/schemas/%s.sql: use one of the files in demo/schemas", rev)
 	}
 	if _, err := os.Stat(filepath.Join(l.Root, "cmd", "ptah")); err != nil {
-		return errors.New("publish: the ptah tool (cmd/ptah) is not in this tree yet: build it first")
+		return errors.New("the ptah tool (cmd/ptah) is not in this tree yet: build it first")
 	}
 	env, err := l.environment()
 	if err != nil {

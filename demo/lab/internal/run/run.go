@@ -36,6 +36,9 @@ type Cmd struct {
 	Stdin io.Reader
 	// Stdout, when set, receives the output instead of it being captured.
 	Stdout io.Writer
+	// Brief errors leave out the command line: for commands whose own
+	// message is what a user needs (psql's), not how the lab ran them.
+	Brief bool
 }
 
 // Secret registers a value that must never be shown.
@@ -94,6 +97,9 @@ func (r *Runner) Run(ctx context.Context, c Cmd) (string, error) {
 		msg := strings.TrimSpace(stderr.String())
 		if msg == "" {
 			msg = strings.TrimSpace(stdout.String())
+		}
+		if c.Brief {
+			return "", fmt.Errorf("%s (%w)", r.Scrub(tail(msg, 1500)), err)
 		}
 		return "", fmt.Errorf("%s: %w: %s", r.Scrub(r.line(c)), err, r.Scrub(tail(msg, 1500)))
 	}
