@@ -41,6 +41,14 @@ type Options struct {
 	// with the condition reason and message it returns, as the Job
 	// controller does when the deadline passes first ("DeadlineExceeded").
 	Fail func(*batchv1.Job) (reason, message string, fail bool)
+	// Complete, when it returns true for a Job, completes it without
+	// running its container: a Job whose record never arrives, as when the
+	// record the runner wrote was lost.
+	Complete func(*batchv1.Job) bool
+	// Hold, when set, is called after the Pod is admitted and its volumes
+	// are mounted, before the container starts: a test acts while the
+	// operation runs. The container starts when it returns.
+	Hold func(context.Context, *batchv1.Job)
 	// RetryInterval is how long Pod creation and volume setup wait before
 	// trying again after a refusal (default 1s, doubling to 10s).
 	RetryInterval time.Duration
@@ -75,7 +83,9 @@ type Kubelet struct {
 	mu      sync.Mutex
 	runs    map[string]*Run // by namespace/name
 	cancels map[types.UID]context.CancelFunc
-	changed chan struct{}
+	// orphaned Jobs were deleted leaving their Pods running.
+	orphaned map[types.UID]bool
+	changed  chan struct{}
 }
 
 // Start watches Jobs with the admin credential in cfg and runs each new one.
@@ -96,7 +106,7 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 		t.Fatalf("jobsim: %v", err)
 	}
 	k := &Kubelet{opts: opts, admin: cfg, cs: cs, host: host, port: port,
-		runs: map[string]*Run{}, cancels: map[types.UID]context.CancelFunc{}, changed: make(chan struct{})}
+		runs: map[string]*Run{}, cancels: map[types.UID]context.CancelFunc{}, orphaned: map[types.UID]bool{}, changed: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithNamespace(opts.Namespace))
@@ -104,6 +114,10 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 	_, err = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			job := obj.(*batchv1.Job)
+			if job.DeletionTimestamp != nil {
+				k.collect(job)
+				return
+			}
 			if finished(job) {
 				return
 			}
@@ -120,6 +134,11 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 				k.handle(jctx, job.DeepCopy())
 			}()
 		},
+		UpdateFunc: func(_, obj any) {
+			if job := obj.(*batchv1.Job); job.DeletionTimestamp != nil {
+				k.collect(job)
+			}
+		},
 		DeleteFunc: func(obj any) {
 			job, ok := obj.(*batchv1.Job)
 			if !ok {
@@ -127,15 +146,9 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 					job, _ = d.Obj.(*batchv1.Job)
 				}
 			}
-			if job == nil {
-				return
+			if job != nil {
+				k.deletePods(job)
 			}
-			// Garbage collection of the Job's Pod stops its container.
-			k.mu.Lock()
-			if c := k.cancels[job.UID]; c != nil {
-				c()
-			}
-			k.mu.Unlock()
 		},
 	})
 	if err != nil {
@@ -152,6 +165,63 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 	})
 	return k
 }
+
+// collect does the garbage collector's part in a Job's deletion, which
+// envtest does not run: with the orphan finalizer (the default for a
+// batch/v1 Job deleted without a propagation policy) its Pods lose their
+// owner and keep running; with foregroundDeletion they are deleted first.
+// Then the finalizer goes and the Job with it.
+func (k *Kubelet) collect(job *batchv1.Job) {
+	ctx := context.Background()
+	var finalizers []string
+	for _, f := range job.Finalizers {
+		switch f {
+		case metav1.FinalizerOrphanDependents:
+			k.mu.Lock()
+			k.orphaned[job.UID] = true
+			k.mu.Unlock()
+			pods, err := k.cs.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: controllerUID + "=" + string(job.UID)})
+			if err != nil {
+				return
+			}
+			for i := range pods.Items {
+				p := &pods.Items[i]
+				p.OwnerReferences = nil
+				if _, err := k.cs.CoreV1().Pods(p.Namespace).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+					return
+				}
+			}
+		case metav1.FinalizerDeleteDependents:
+			k.deletePods(job)
+		default:
+			finalizers = append(finalizers, f)
+		}
+	}
+	if len(finalizers) == len(job.Finalizers) {
+		return
+	}
+	live := job.DeepCopy()
+	live.Finalizers = finalizers
+	_, _ = k.cs.BatchV1().Jobs(job.Namespace).Update(ctx, live, metav1.UpdateOptions{})
+}
+
+// deletePods deletes a Job's Pods, which stops their containers.
+func (k *Kubelet) deletePods(job *batchv1.Job) {
+	k.mu.Lock()
+	orphaned := k.orphaned[job.UID]
+	if c := k.cancels[job.UID]; c != nil && !orphaned {
+		c()
+	}
+	k.mu.Unlock()
+	if orphaned {
+		return
+	}
+	_ = k.cs.CoreV1().Pods(job.Namespace).DeleteCollection(context.Background(), metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: controllerUID + "=" + string(job.UID)})
+}
+
+// controllerUID is the label the Job controller puts on its Pods.
+const controllerUID = "batch.kubernetes.io/controller-uid"
 
 // Runs returns a copy of every Job's Run so far.
 func (k *Kubelet) Runs() []Run {
@@ -215,6 +285,10 @@ func (k *Kubelet) handle(ctx context.Context, job *batchv1.Job) {
 			return
 		}
 	}
+	if k.opts.Complete != nil && k.opts.Complete(job) {
+		k.finish(ctx, job, nil, batchv1.JobComplete, "", "")
+		return
+	}
 	// The Job controller and kubelet give up when the deadline passes.
 	if d := job.Spec.ActiveDeadlineSeconds; d != nil {
 		var cancel context.CancelFunc
@@ -242,6 +316,9 @@ func (k *Kubelet) handle(ctx context.Context, job *batchv1.Job) {
 	}
 	defer os.RemoveAll(root)
 
+	if k.opts.Hold != nil {
+		k.opts.Hold(ctx, job)
+	}
 	k.podPhase(ctx, pod, corev1.PodRunning, nil)
 	var log bytes.Buffer
 	cfg := k.opts.Runner

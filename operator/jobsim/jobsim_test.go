@@ -103,6 +103,8 @@ type operation struct {
 	deadline  int64
 	podLabels map[string]string
 	env       []corev1.EnvVar
+	// noGrant leaves out the RoleBinding, so the credential never works.
+	noGrant bool
 }
 
 func (l *lab) run(t *testing.T, o operation) *batchv1.Job {
@@ -122,11 +124,13 @@ func (l *lab) run(t *testing.T, o operation) *batchv1.Job {
 		ObjectMeta: metav1.ObjectMeta{Name: sa},
 		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahresultrecords"}, Verbs: []string{"create"}}},
 	}, metav1.CreateOptions{}))
-	created(t)(l.cs.RbacV1().RoleBindings(o.ns).Create(ctx, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: o.ns}},
-	}, metav1.CreateOptions{}))
+	if !o.noGrant {
+		created(t)(l.cs.RbacV1().RoleBindings(o.ns).Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: sa},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: o.ns}},
+		}, metav1.CreateOptions{}))
+	}
 
 	o.op.Namespace = o.ns
 	o.op.RecordName = "ptah-" + o.op.Type + "-" + o.op.ID
@@ -307,8 +311,10 @@ func TestKubeletRunsTheRunner(t *testing.T) {
 		}
 		eventsJSON, _ := json.Marshal(events)
 		for what, text := range map[string]string{"record": string(recJSON), "Job": string(jobJSON), "Events": string(eventsJSON), "runner log": run.Log} {
-			if strings.Contains(text, planted) {
-				t.Errorf("the planted password is in the %s", what)
+			for name, secret := range map[string]string{"database password": planted, "registry password": l.reg.Password} {
+				if strings.Contains(text, secret) {
+					t.Errorf("the %s is in the %s", name, what)
+				}
 			}
 		}
 		if !strings.Contains(run.Log, "runner: delivered") {
@@ -377,6 +383,74 @@ func TestKubeletRunsTheRunner(t *testing.T) {
 			if review.Status.Allowed {
 				t.Errorf("the result token may %s %s/%s in %s", attrs.Verb, attrs.Resource, attrs.Subresource, attrs.Namespace)
 			}
+		}
+	})
+
+	t.Run("a deleted Job's Pod is collected and its runner stopped", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		job := l.run(t, operation{ns: "deleted", dbURL: l.dbURL, noGrant: true, op: runner.Operation{
+			Type: runner.OpResolve, ID: "op6", Digest: "sha256:claim6", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		// The runner is waiting for a credential that never comes.
+		pods := func() []corev1.Pod {
+			list, err := l.cs.CoreV1().Pods("deleted").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return list.Items
+		}
+		for len(pods()) == 0 || pods()[0].Status.Phase != corev1.PodRunning {
+			if ctx.Err() != nil {
+				t.Fatal("the Job's Pod never ran")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := l.cs.BatchV1().Jobs("deleted").Delete(ctx, job.Name, metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			var stopped bool
+			for _, r := range l.kubelet.Runs() {
+				stopped = stopped || (r.Job == job.Name && r.Err != nil)
+			}
+			if stopped && len(pods()) == 0 {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("after the Job's deletion: runner stopped %v, Pods left %d", stopped, len(pods()))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if l.ptahRanFor(t, job) {
+			t.Error("ptah ran without a result credential")
+		}
+
+		// Deleted without a propagation policy, a batch/v1 Job orphans its Pod.
+		job = l.run(t, operation{ns: "deleted", dbURL: l.dbURL, noGrant: true, op: runner.Operation{
+			Type: runner.OpResolve, ID: "op7", Digest: "sha256:claim7", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		for len(pods()) == 0 {
+			if ctx.Err() != nil {
+				t.Fatal("the second Job's Pod never appeared")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err := l.cs.BatchV1().Jobs("deleted").Delete(ctx, job.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			_, err := l.cs.BatchV1().Jobs("deleted").Get(ctx, job.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("the orphaning deletion never finished: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if p := pods(); len(p) != 1 || len(p[0].OwnerReferences) != 0 {
+			t.Errorf("after an orphaning deletion: %d Pods, want the one, without an owner", len(p))
 		}
 	})
 

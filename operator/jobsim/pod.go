@@ -28,7 +28,7 @@ func (k *Kubelet) createPod(ctx context.Context, job *batchv1.Job) (*corev1.Pod,
 		labels[key] = v
 	}
 	labels["batch.kubernetes.io/job-name"], labels["job-name"] = job.Name, job.Name
-	labels["batch.kubernetes.io/controller-uid"], labels["controller-uid"] = string(job.UID), string(job.UID)
+	labels[controllerUID], labels["controller-uid"] = string(job.UID), string(job.UID)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			GenerateName: job.Name + "-", Namespace: job.Namespace,
