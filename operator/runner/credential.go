@@ -1,17 +1,19 @@
 package runner
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"time"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
@@ -20,7 +22,7 @@ import (
 // server says it may create PtahResultRecords in namespace, and returns a
 // client that authenticates with it. The manager issues the credential
 // separately from the Job, so the Pod may start first.
-func waitForCredential(ctx context.Context, cfg Config, env map[string]string, namespace string) (client.Client, error) {
+func waitForCredential(ctx context.Context, cfg Config, env map[string]string, namespace string) (*apiClient, error) {
 	host, port := env["KUBERNETES_SERVICE_HOST"], env["KUBERNETES_SERVICE_PORT"]
 	if host == "" || port == "" {
 		return nil, fmt.Errorf("%s: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set; the runner must run in a Pod", ErrCredential)
@@ -49,23 +51,25 @@ func waitForCredential(ctx context.Context, cfg Config, env map[string]string, n
 	}
 }
 
-func tryCredential(ctx context.Context, rc *rest.Config, cfg Config, namespace string) (client.Client, error) {
+func tryCredential(ctx context.Context, rc *rest.Config, cfg Config, namespace string) (*apiClient, error) {
 	for _, f := range []string{cfg.TokenPath, cfg.CAPath} {
 		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
 			return nil, fmt.Errorf("%s is not there yet", f)
 		}
 	}
-	c, err := client.New(rc, client.Options{Scheme: scheme, Mapper: mapper})
+	hc, err := rest.HTTPClientFor(rc)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", rc.Host, err)
 	}
-	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
+	c := &apiClient{host: rc.Host, http: hc}
+	review := &authorizationv1.SelfSubjectAccessReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: authorizationv1.SchemeGroupVersion.String(), Kind: "SelfSubjectAccessReview"},
+		Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: namespace, Verb: "create",
 			Group: v1alpha1.GroupVersion.Group, Resource: "ptahresultrecords",
-		},
-	}}
-	if err := c.Create(ctx, review); err != nil {
+		}},
+	}
+	if err := c.post(ctx, "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", review, review); err != nil {
 		return nil, fmt.Errorf("SelfSubjectAccessReview: %w", err)
 	}
 	if !review.Status.Allowed {
@@ -74,18 +78,47 @@ func tryCredential(ctx context.Context, rc *rest.Config, cfg Config, namespace s
 	return c, nil
 }
 
-// scheme and mapper know the two kinds the runner writes, so the client
-// needs no discovery (which the credential may not be allowed to read).
-var scheme, mapper = func() (*runtime.Scheme, meta.RESTMapper) {
-	s := runtime.NewScheme()
-	if err := authorizationv1.AddToScheme(s); err != nil {
-		panic(err)
+// apiClient speaks to the API server with the result credential. It only
+// ever POSTs the two kinds the runner writes, so it needs no discovery (which
+// the credential may not be allowed) and no client-go scheme.
+type apiClient struct {
+	host string
+	http *http.Client
+}
+
+// createRecord creates rec in its namespace and fills it with the answer.
+func (c *apiClient) createRecord(ctx context.Context, rec *v1alpha1.PtahResultRecord) error {
+	rec.TypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PtahResultRecord"}
+	path := fmt.Sprintf("/apis/%s/%s/namespaces/%s/ptahresultrecords", v1alpha1.GroupVersion.Group, v1alpha1.GroupVersion.Version, rec.Namespace)
+	return c.post(ctx, path, rec, rec)
+}
+
+func (c *apiClient) post(ctx context.Context, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
 	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		panic(err)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.host+path, bytes.NewReader(body))
+	if err != nil {
+		return err
 	}
-	m := meta.NewDefaultRESTMapper(nil)
-	m.Add(authorizationv1.SchemeGroupVersion.WithKind("SelfSubjectAccessReview"), meta.RESTScopeRoot)
-	m.Add(v1alpha1.GroupVersion.WithKind("PtahResultRecord"), meta.RESTScopeNamespace)
-	return s, m
-}()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		var st metav1.Status
+		if json.Unmarshal(b, &st) == nil && st.Message != "" {
+			return fmt.Errorf("%s (HTTP %d)", st.Message, resp.StatusCode)
+		}
+		return fmt.Errorf("%s (HTTP %d)", http.StatusText(resp.StatusCode), resp.StatusCode)
+	}
+	return json.Unmarshal(b, out)
+}

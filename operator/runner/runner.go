@@ -81,7 +81,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		execute(ctx, cfg, env, op, out)
 	}
 	rec := record(op, out)
-	if err := c.Create(ctx, rec); err != nil {
+	if err := c.createRecord(ctx, rec); err != nil {
 		return out, fmt.Errorf("create PtahResultRecord %s/%s: %w", op.Namespace, op.RecordName, err)
 	}
 	out.Record = rec
