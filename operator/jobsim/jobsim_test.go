@@ -88,6 +88,10 @@ func startLab(t *testing.T) *lab {
 	l.kubelet = jobsim.Start(t, l.api.Config, jobsim.Options{
 		Ptah:   wrapper,
 		Runner: runner.Config{CredentialTimeout: 20 * time.Second},
+		// Jobs in namespace "late" run out of time before their Pod starts.
+		Fail: func(job *batchv1.Job) (string, string, bool) {
+			return batchv1.JobReasonDeadlineExceeded, "Job was active longer than specified deadline", job.Namespace == "late"
+		},
 	})
 	return l
 }
@@ -451,6 +455,20 @@ func TestKubeletRunsTheRunner(t *testing.T) {
 		}
 		if p := pods(); len(p) != 1 || len(p[0].OwnerReferences) != 0 {
 			t.Errorf("after an orphaning deletion: %d Pods, want the one, without an owner", len(p))
+		}
+	})
+
+	t.Run("the Fail hook fails a Job without a Pod", func(t *testing.T) {
+		job := l.run(t, operation{ns: "late", dbURL: l.dbURL, op: runner.Operation{
+			Type: runner.OpResolve, ID: "op8", Digest: "sha256:claim8", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		cond, live := l.jobCondition(t, job)
+		if cond != batchv1.JobFailed || run.Reason != batchv1.JobReasonDeadlineExceeded || live.Status.Succeeded != 0 || run.Pod != "" {
+			t.Errorf("Job %s (%s), status %+v, Pod %q: want Failed (DeadlineExceeded) and no Pod", cond, run.Reason, live.Status, run.Pod)
+		}
+		if l.ptahRanFor(t, job) {
+			t.Error("ptah ran for a failed Job")
 		}
 	})
 
