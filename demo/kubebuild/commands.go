@@ -2,34 +2,12 @@ package kubebuild
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 )
-
-// Command builds the Go command pkg of module mod@version, fetched from the
-// module proxy, into outDir/name. A binary already there is kept.
-func (b *Builder) Command(ctx context.Context, outDir, name, mod, version, pkg string) error {
-	if len(missingBinaries(outDir, []string{name})) == 0 {
-		b.logf("%s: already built in %s", name, outDir)
-		return nil
-	}
-	work := filepath.Join(b.WorkDir, name+"-"+version)
-	if err := os.MkdirAll(work, 0o755); err != nil {
-		return err
-	}
-	if _, err := os.Stat(filepath.Join(work, "go.sum")); err != nil {
-		if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte("module ptahlab/"+name+"build\n\ngo 1.26\n"), 0o644); err != nil {
-			return err
-		}
-		b.logf("%s %s: resolving %s", name, version, pkg)
-		if _, err := b.goCmd(ctx, work, nil, "get", pkg+"@"+version); err != nil {
-			return fmt.Errorf("%s: %w", mod, err)
-		}
-	}
-	return b.build(ctx, work, outDir, "-s -w", []string{pkg}, name)
-}
 
 // corednsPlugins are the plugins kubeadm's default Corefile uses, plus hosts.
 var corednsPlugins = []string{"cache", "errors", "forward", "health", "hosts", "kubernetes", "loadbalance", "log", "loop", "metrics", "ready", "reload"}
@@ -45,26 +23,59 @@ func (b *Builder) CoreDNS(ctx context.Context, outDir string) error {
 	if err != nil {
 		return err
 	}
-	work := filepath.Join(b.WorkDir, "coredns-"+pins.CoreDNS)
+	imports := []string{"_ github.com/coredns/coredns/core/dnsserver", "github.com/coredns/coredns/coremain"}
+	for _, p := range corednsPlugins {
+		imports = append(imports, "_ github.com/coredns/coredns/plugin/"+p)
+	}
+	return b.Program(ctx, outDir, Program{
+		Name: "coredns", Module: "github.com/coredns/coredns", Version: pins.CoreDNS,
+		Doc: "CoreDNS with the plugins kubeadm's Corefile uses", Imports: imports, Main: "coremain.Run()",
+	})
+}
+
+// Program is a small main of our own over a module: its imports choose what
+// is compiled in (plugins, drivers), which keeps a build to what is used.
+type Program struct {
+	Name, Module, Version string
+	Doc                   string
+	// Imports are package paths, "_ path" for a blank import.
+	Imports []string
+	// Main is the body of func main.
+	Main string
+}
+
+// Program builds p into outDir/p.Name unless it is already there.
+func (b *Builder) Program(ctx context.Context, outDir string, p Program) error {
+	if len(missingBinaries(outDir, []string{p.Name})) == 0 {
+		b.logf("%s: already built in %s", p.Name, outDir)
+		return nil
+	}
+	var src strings.Builder
+	fmt.Fprintf(&src, "// Command %s is %s.\npackage main\n\nimport (\n", p.Name, p.Doc)
+	for _, imp := range p.Imports {
+		if path, ok := strings.CutPrefix(imp, "_ "); ok {
+			fmt.Fprintf(&src, "\t_ %q\n", path)
+		} else {
+			fmt.Fprintf(&src, "\t%q\n", imp)
+		}
+	}
+	fmt.Fprintf(&src, ")\n\nfunc main() { %s }\n", p.Main)
+	// The work module is keyed by its source: a changed import list gets a
+	// fresh module rather than a go.sum resolved for another program.
+	sum := sha256.Sum256([]byte(src.String()))
+	work := filepath.Join(b.WorkDir, fmt.Sprintf("%s-%s-%x", p.Name, p.Version, sum[:4]))
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
-	var src strings.Builder
-	src.WriteString("// Command coredns is CoreDNS with the plugins kubeadm's Corefile uses.\npackage main\n\nimport (\n")
-	src.WriteString("\t_ \"github.com/coredns/coredns/core/dnsserver\"\n\t\"github.com/coredns/coredns/coremain\"\n\n")
-	for _, p := range corednsPlugins {
-		fmt.Fprintf(&src, "\t_ \"github.com/coredns/coredns/plugin/%s\"\n", p)
-	}
-	src.WriteString(")\n\nfunc main() { coremain.Run() }\n")
 	if err := os.WriteFile(filepath.Join(work, "main.go"), []byte(src.String()), 0o644); err != nil {
 		return err
 	}
 	if _, err := os.Stat(filepath.Join(work, "go.sum")); err != nil {
-		if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte("module ptahlab/corednsbuild\n\ngo 1.26\n"), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(work, "go.mod"), []byte("module ptahlab/"+p.Name+"build\n\ngo 1.26\n"), 0o644); err != nil {
 			return err
 		}
-		b.logf("coredns %s (pinned by kubeadm %s): resolving", pins.CoreDNS, b.KubernetesVersion)
-		if _, err := b.goCmd(ctx, work, nil, "get", "github.com/coredns/coredns@"+pins.CoreDNS); err != nil {
+		b.logf("%s %s: resolving", p.Module, p.Version)
+		if _, err := b.goCmd(ctx, work, nil, "get", p.Module+"@"+p.Version); err != nil {
 			return err
 		}
 		// tidy is safe here: this throwaway module holds nothing but main.go.
@@ -72,5 +83,5 @@ func (b *Builder) CoreDNS(ctx context.Context, outDir string) error {
 			return err
 		}
 	}
-	return b.build(ctx, work, outDir, "-s -w", []string{"."}, "coredns")
+	return b.build(ctx, work, outDir, "-s -w", []string{"."}, p.Name)
 }
