@@ -30,11 +30,12 @@ const usage = `usage: lab VERB [ARGS]
   credentials           print export PTAH_OCI_REGISTRY=... PTAH_OCI_USERNAME=... PTAH_OCI_PASSWORD=...
   psql SQL              run SQL as the application role through the demo-psql Deployment
   versions              print the lab's versions and where its images came from
+  images BINDIR         assemble the manager and executor images from the static binaries in BINDIR (make images)
   envtest [-dir DIR]    build kube-apiserver and etcd ` + lab.KubernetesVersion + ` for the integration tests
 `
 
 // arity is how many arguments each verb takes.
-var arity = map[string]int{"up": 0, "prepare": 0, "reset": 0, "credentials": 0, "versions": 0, "publish": 1, "manifest": 2, "psql": 1}
+var arity = map[string]int{"up": 0, "prepare": 0, "reset": 0, "credentials": 0, "versions": 0, "publish": 1, "images": 1, "manifest": 2, "psql": 1}
 
 func main() {
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
@@ -92,6 +93,8 @@ func dispatch(ctx context.Context, verb string, args []string) error {
 		return l.Credentials()
 	case "psql":
 		return l.Psql(ctx, args[0])
+	case "images":
+		return l.Images(ctx, args[0])
 	case "versions":
 		return l.Versions(ctx)
 	}

@@ -357,7 +357,12 @@ func (l *Lab) upEnvironment(ctx context.Context, s *state, _ *created) (string, 
 	e.set("PTAH_LAB_CLUSTER", s.cluster)
 	e.set("PTAH_LAB_KUBERNETES", KubernetesVersion)
 	e.set("PTAH_LAB_KIND", KindVersion)
+	// The images' own record wins: the tree may have moved on since `make images`.
 	e.set("PTAH_LAB_OPERATOR_COMMIT", l.commit(ctx))
+	build := l.imageBuild()
+	for _, k := range build.keys {
+		e.set(k, build.get(k))
+	}
 	e.set("PTAH_LAB_NODE_IMAGE", s.node.Ref)
 	e.set("PTAH_LAB_SECRETS", l.secretsFile())
 	if err := writePrivate(l.environmentFile(), e.bytes()); err != nil {
