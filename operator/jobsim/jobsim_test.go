@@ -48,7 +48,7 @@ type lab struct {
 	ptahRuns string // file the ptah wrapper appends each invocation's Pod name to
 }
 
-func startLab(t *testing.T) *lab {
+func startLab(t testing.TB) *lab {
 	l := &lab{}
 	// Only the record's CRD: the runner writes nothing else.
 	l.api = testenv.StartAPIServer(t, testenv.WithCRDs(filepath.Join("..", "config", "crd", "bases", "operator.ptah.run_ptahresultrecords.yaml")))
@@ -111,7 +111,7 @@ type operation struct {
 	noGrant bool
 }
 
-func (l *lab) run(t *testing.T, o operation) *batchv1.Job {
+func (l *lab) run(t testing.TB, o operation) *batchv1.Job {
 	t.Helper()
 	ctx := context.Background()
 	created(t)(l.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: o.ns}}, metav1.CreateOptions{}))
@@ -197,7 +197,7 @@ func (l *lab) run(t *testing.T, o operation) *batchv1.Job {
 	return created
 }
 
-func (l *lab) wait(t *testing.T, job *batchv1.Job) jobsim.Run {
+func (l *lab) wait(t testing.TB, job *batchv1.Job) jobsim.Run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -208,7 +208,7 @@ func (l *lab) wait(t *testing.T, job *batchv1.Job) jobsim.Run {
 	return r
 }
 
-func (l *lab) record(t *testing.T, ns, name string) *v1alpha1.PtahResultRecord {
+func (l *lab) record(t testing.TB, ns, name string) *v1alpha1.PtahResultRecord {
 	t.Helper()
 	rec := &v1alpha1.PtahResultRecord{}
 	if err := l.c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rec); err != nil {
@@ -602,7 +602,7 @@ func everyOperation(t *testing.T, l *lab) {
 	}
 }
 
-func clientScheme(t *testing.T) *runtime.Scheme {
+func clientScheme(t testing.TB) *runtime.Scheme {
 	s := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
@@ -611,7 +611,7 @@ func clientScheme(t *testing.T) *runtime.Scheme {
 }
 
 // created fails the test unless a create succeeded or found the object there.
-func created(t *testing.T) func(any, error) {
+func created(t testing.TB) func(any, error) {
 	return func(_ any, err error) {
 		t.Helper()
 		if err != nil && !apierrors.IsAlreadyExists(err) {
@@ -621,3 +621,20 @@ func created(t *testing.T) func(any, error) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// BenchmarkPlanJob measures one plan operation end to end: the Job created,
+// its Pod admitted, the credential issued and checked, ptah pulling the
+// artifact and planning against PostgreSQL, the record created, the Job's
+// status written.
+func BenchmarkPlanJob(b *testing.B) {
+	l := startLab(b)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		job := l.run(b, operation{ns: fmt.Sprintf("bench-%d", i), dbURL: l.dbURL, op: runner.Operation{
+			Type: runner.OpPlan, ID: fmt.Sprintf("b%d", i), Digest: "sha256:bench", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		if r := l.wait(b, job); r.Err != nil || r.Condition != batchv1.JobComplete {
+			b.Fatalf("Job %s: %s, %v\n%s", job.Name, r.Condition, r.Err, r.Log)
+		}
+	}
+}
