@@ -7,6 +7,7 @@ import (
 	"flag"
 	"os"
 	"strings"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -24,10 +25,14 @@ func main() {
 	var (
 		image, ptahVersion, metricsAddr, probeAddr, plainHTTP string
 		leaderElect                                           bool
+		resultTimeout, leaseDuration, retention               time.Duration
 	)
 	flag.StringVar(&image, "executor-image", "ptah-executor:dev", "image of the Jobs' runner and ptah")
 	flag.StringVar(&ptahVersion, "ptah-version", "dev", "ptah version the executor image holds (part of the execution binding)")
 	flag.StringVar(&plainHTTP, "plain-http-registries", "", "comma-separated registry hosts reached over plain HTTP")
+	flag.DurationVar(&resultTimeout, "result-read-timeout", 15*time.Second, "time bound of a result record read, and of its arrival after the Job completed")
+	flag.DurationVar(&leaseDuration, "database-lease-duration", time.Minute, "how long the per-database Lease guarding Plan and Apply holds unrenewed")
+	flag.DurationVar(&retention, "history-retention", time.Hour, "how long finished Jobs and result records are kept before they are deleted")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one manager reconciles")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
@@ -58,7 +63,9 @@ func main() {
 		hosts = strings.Split(plainHTTP, ",")
 	}
 	b := controller.Binding{ExecutorImage: image, PtahVersion: ptahVersion, Protocol: runner.ProtocolVersion}
-	if err := controller.New(mgr, b, hosts).SetupWithManager(mgr); err != nil {
+	r := controller.New(mgr, b, hosts)
+	r.ResultTimeout, r.LeaseDuration, r.Retention = resultTimeout, leaseDuration, retention
+	if err := r.SetupWithManager(mgr); err != nil {
 		log.Error(err, "set up the PtahSchema controller")
 		os.Exit(1)
 	}

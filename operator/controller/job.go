@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"path"
+	"slices"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -92,6 +93,23 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 		op.ConnectTimeout = ct.Duration.String()
 	}
 	return op
+}
+
+// job is the Job the manager dispatches for claim c, as this release builds it.
+func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plan []byte) *batchv1.Job {
+	op := operation(s, c, slices.Contains(r.PlainHTTP, registryHost(s.Spec.Desired.OCIRef)))
+	j := job(s, c, r.Binding.of(s), op, plan)
+	if r.newRelease != nil {
+		r.newRelease(j)
+	}
+	return j
+}
+
+// templateDigest is the admission snapshot of claim c: a digest of the Pod
+// template its Job carries. An Apply's plan document is left out: the plan
+// is checked by its own digest when the Job is built.
+func (r *SchemaReconciler) templateDigest(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) string {
+	return "sha256:" + hexDigest(r.job(s, c, nil).Spec.Template)
 }
 
 // job is the Job that runs one operation. Secrets reach it only as

@@ -3,6 +3,7 @@ package controller
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,11 +16,15 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/rand"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -39,11 +44,14 @@ import (
 // PostgreSQL, one registry and one ptah build. Each test gets its own
 // namespace, database, simulated kubelet and manager.
 var shared struct {
-	api   *testenv.APIServer
-	pg    *testenv.Postgres
-	reg   *testenv.Registry
-	ptah  string
-	c     client.Client
+	api  *testenv.APIServer
+	pg   *testenv.Postgres
+	reg  *testenv.Registry
+	ptah string
+	c    client.Client
+	// alice is the approver: a user who may only write approvals, reaching
+	// the API server through impersonation, so admission stamps her.
+	alice client.Client
 	sch   *runtime.Scheme
 	refV1 string // oci://.../shop/schema:v1
 	refV2 string // v1 minus orders.note: a destructive change
@@ -94,9 +102,79 @@ func setup(tb *mainTB) (ok bool) {
 	if shared.c, err = client.New(shared.api.Config, client.Options{Scheme: shared.sch}); err != nil {
 		tb.Fatalf("%v", err)
 	}
+	installAdmission(tb)
 	shared.refV1 = push(tb, "v1", schemaV1)
 	shared.refV2 = push(tb, "v2", schemaV2)
 	return true
+}
+
+// noAdmission labels a namespace the approval admission policies skip: it
+// stands for a cluster where they are not installed.
+const noAdmission = "ptah.run/test-approval-admission"
+
+// installAdmission installs the approval policies of operator/config/admission
+// as shipped, except that their bindings skip namespaces labelled
+// noAdmission=off, and makes alice an approver.
+func installAdmission(tb *mainTB) {
+	ctx := context.Background()
+	for _, f := range []string{"approval-stamp.yaml", "approval-approver.yaml"} {
+		data, err := os.ReadFile(filepath.Join("..", "config", "admission", f))
+		if err != nil {
+			tb.Fatalf("%v", err)
+		}
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else if err != nil {
+				tb.Fatalf("decode %s: %v", f, err)
+			}
+			if strings.HasSuffix(u.GetKind(), "Binding") {
+				sel := map[string]any{"matchExpressions": []any{map[string]any{"key": noAdmission, "operator": "NotIn", "values": []any{"off"}}}}
+				if err := unstructured.SetNestedField(u.Object, sel, "spec", "matchResources", "namespaceSelector"); err != nil {
+					tb.Fatalf("%v", err)
+				}
+			}
+			if err := shared.c.Create(ctx, u); err != nil {
+				tb.Fatalf("install %s %s: %v", u.GetKind(), u.GetName(), err)
+			}
+		}
+	}
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "ptah-approver"}, Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahschemaapprovals"},
+		Verbs: []string{"create", "get", "list"},
+	}}}
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "ptah-approver-alice"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}},
+	}
+	for _, o := range []client.Object{role, binding, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "admission-probe"}}} {
+		if err := shared.c.Create(ctx, o); err != nil {
+			tb.Fatalf("%v", err)
+		}
+	}
+	cfg := rest.CopyConfig(shared.api.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"ptah-approvers"}}
+	var err error
+	if shared.alice, err = client.New(cfg, client.Options{Scheme: shared.sch}); err != nil {
+		tb.Fatalf("%v", err)
+	}
+	// Policies take effect when the API server's informers catch up.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		a := &v1alpha1.PtahSchemaApproval{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "admission-probe"},
+			Spec:       v1alpha1.PtahSchemaApprovalSpec{SchemaName: "shop", PlanName: "shop-0", PlanFingerprint: "f"},
+			ApprovedBy: &v1alpha1.Approver{Username: "admin"}}
+		err := shared.alice.Create(ctx, a, client.DryRunAll)
+		if err == nil && a.ApprovedBy != nil && a.ApprovedBy.Username == "alice" {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("the approval admission policies did not stamp alice within 30s: %v, %+v", err, a.ApprovedBy)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // push publishes sql as the shop schema artifact under tag with the real ptah.
@@ -131,6 +209,8 @@ type env struct {
 type envOption struct {
 	kubelet   jobsim.Options
 	reconcile func(*SchemaReconciler)
+	// noAdmission: the approval admission policies skip the namespace.
+	noAdmission bool
 }
 
 func newEnv(t *testing.T, opts ...func(*envOption)) *env {
@@ -143,7 +223,11 @@ func newEnv(t *testing.T, opts ...func(*envOption)) *env {
 	e.db = strings.ReplaceAll(e.ns, "-", "_")
 	e.password = "planted-" + rand.String(16)
 	ctx := context.Background()
-	must(t, shared.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
+	if o.noAdmission {
+		ns.Labels = map[string]string{noAdmission: "off"}
+	}
+	must(t, shared.c.Create(ctx, ns))
 	shared.pg.Exec(t, "postgres", fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", e.db, e.password))
 	shared.pg.Exec(t, "postgres", fmt.Sprintf("CREATE DATABASE %s OWNER %s", e.db, e.db))
 	e.secret("shop-db", map[string]string{"url": shared.pg.URL(e.db, e.password, e.db)})

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -26,7 +25,7 @@ const (
 	defaultRetry        = time.Minute
 	credentialRetry     = 10 * time.Second
 	resultReadRetry     = 10 * time.Second
-	resultGrace         = 15 * time.Second
+	defaultResultBound  = 15 * time.Second
 	podAdmissionRecheck = 10 * time.Second
 )
 
@@ -44,9 +43,19 @@ type SchemaReconciler struct {
 	Binding   Binding
 	// PlainHTTP lists registry hosts spoken to over plain HTTP.
 	PlainHTTP []string
+	// ResultTimeout bounds each read of a result record, and how long a
+	// completed Job's record may take to arrive (default 15s).
+	ResultTimeout time.Duration
+	// LeaseDuration is how long the database lease holds unrenewed (default 1m).
+	LeaseDuration time.Duration
+	// Retention is how long finished Jobs and result records are kept (default 1h).
+	Retention time.Duration
 
 	now        func() time.Time
 	afterClaim func(context.Context, *v1alpha1.PtahSchema) error
+	// release stands in, in tests, for a manager release whose Pod template
+	// differs from the one before.
+	newRelease func(*batchv1.Job)
 	// refusals remembers the Pod-creation refusals already reported.
 	refusals map[types.UID]bool
 }
@@ -73,6 +82,9 @@ func (r *SchemaReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 
 func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
 	if restarted, err := r.retire(ctx, s); restarted || err != nil {
+		return reconcile.Result{Requeue: err == nil}, err
+	}
+	if restarted, err := r.invalidate(ctx, s); restarted || err != nil {
 		return reconcile.Result{Requeue: err == nil}, err
 	}
 	if s.Status.ActiveOperation != nil {
@@ -131,15 +143,21 @@ func (r *SchemaReconciler) discard(ctx context.Context, s *v1alpha1.PtahSchema) 
 	if c == nil {
 		return
 	}
-	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: s.Namespace}}
-	if err := r.Client.Delete(ctx, j, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		log.FromContext(ctx).Error(err, "delete the Job of a discarded claim; its owner reference removes it with the schema", "job", c.JobName)
-	}
+	r.deleteJob(ctx, s, c)
 	r.revoke(ctx, s, c)
+	r.release(ctx, s, c)
 	if c.Type == v1alpha1.OperationApply {
 		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, "the Apply claim was discarded: its inputs changed")
 	}
 	s.Status.ActiveOperation = nil
+}
+
+// deleteJob deletes c's Job, if it was dispatched.
+func (r *SchemaReconciler) deleteJob(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: s.Namespace}}
+	if err := r.Client.Delete(ctx, j, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Error(err, "delete the Job of a discarded claim; its owner reference removes it with the schema", "job", c.JobName)
+	}
 }
 
 // suspend records that spec.suspend holds every new operation.
@@ -159,6 +177,7 @@ func (r *SchemaReconciler) hold(ctx context.Context, s *v1alpha1.PtahSchema) (re
 // rest is where a schema with no operation waits: for an approval, for its
 // interval to re-read drift, or (Blocked) for its spec to change.
 func (r *SchemaReconciler) rest(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
+	r.prune(ctx, s)
 	switch s.Status.Phase {
 	case v1alpha1.PhaseBlocked:
 		return reconcile.Result{}, nil
@@ -181,6 +200,7 @@ func (r *SchemaReconciler) claim(ctx context.Context, s *v1alpha1.PtahSchema, ty
 
 func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) error {
 	s.Status.ActiveOperation = c
+	c.PodTemplateDigest = r.templateDigest(s, c)
 	s.Status.NextReconciliationTime = nil
 	if !at.IsZero() {
 		s.Status.NextReconciliationTime = &metav1.Time{Time: at}
@@ -206,10 +226,10 @@ func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (
 	c := s.Status.ActiveOperation
 	rec, err := r.record(ctx, r.Client, s, c)
 	if err != nil {
-		return r.readFailed(s, c, err)
+		return r.readFailed(ctx, s, c, err)
 	}
 	if rec != nil {
-		return r.consume(ctx, s, c, rec)
+		return r.accept(ctx, s, c, rec)
 	}
 	var j batchv1.Job
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &j)
@@ -223,14 +243,44 @@ func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (
 		// The cache may not hold a record the runner wrote just before it
 		// exited: ask the API server before deciding there is none.
 		if rec, err = r.record(ctx, r.APIReader, s, c); err != nil {
-			return r.readFailed(s, c, err)
+			return r.readFailed(ctx, s, c, err)
 		}
 		if rec != nil {
-			return r.consume(ctx, s, c, rec)
+			return r.accept(ctx, s, c, rec)
 		}
 		return r.noResult(ctx, s, c, &j, at)
 	}
+	if guarded(c.Type) {
+		lost, err := r.renew(ctx, s, c)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if lost != "" {
+			r.deleteJob(ctx, s, c)
+			return reconcile.Result{}, r.leaseLost(ctx, s, c, lost)
+		}
+		res, err := r.podAdmission(ctx, s, c, &j)
+		if renew := r.leaseDuration() / 3; res.RequeueAfter == 0 || res.RequeueAfter > renew {
+			res.RequeueAfter = renew
+		}
+		return res, err
+	}
 	return r.podAdmission(ctx, s, c, &j)
+}
+
+// accept consumes rec unless it was produced without continuous ownership
+// of the database lease its operation needed.
+func (r *SchemaReconciler) accept(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (reconcile.Result, error) {
+	if guarded(c.Type) {
+		l, err := r.readLease(ctx, s)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		if lost := continuity(l, c, rec.CreationTimestamp.Time); lost != "" {
+			return reconcile.Result{}, r.leaseLost(ctx, s, c, lost)
+		}
+	}
+	return r.consume(ctx, s, c, rec)
 }
 
 // dispatch creates the claim's credential and Job, unless the claim waits.
@@ -244,6 +294,9 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 	if s.Spec.Suspend {
 		return r.hold(ctx, s)
 	}
+	if current, err := r.snapshot(ctx, s, c); !current || err != nil {
+		return reconcile.Result{Requeue: err == nil}, err
+	}
 	var plan []byte
 	if c.Type == v1alpha1.OperationApply {
 		var ok bool
@@ -252,14 +305,18 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 			return reconcile.Result{Requeue: err == nil && s.Status.ActiveOperation != nil}, err
 		}
 	}
+	if guarded(c.Type) {
+		wait, err := r.acquire(ctx, s, c)
+		if err != nil || wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, err
+		}
+	}
 	if err := r.issue(ctx, s, c); err != nil {
 		warning(r.Events, s, v1alpha1.EventResultCredentialFailed, "IssueCredential",
 			"issuing the result credential %s for %s operation %s failed, retrying in %s: %v", credentialName(c), runnerOp(c.Type), c.JobName, credentialRetry, err)
 		return reconcile.Result{RequeueAfter: credentialRetry}, nil
 	}
-	b := r.Binding.of(s)
-	op := operation(s, c, slices.Contains(r.PlainHTTP, registryHost(s.Spec.Desired.OCIRef)))
-	err := r.Client.Create(ctx, job(s, c, b, op, plan))
+	err := r.Client.Create(ctx, r.job(s, c, plan))
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// A manager before this one created it: this is a resume, not a start.
@@ -283,6 +340,8 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 // not this operation's result: it is refused, never consumed.
 func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
 	var rec v1alpha1.PtahResultRecord
+	ctx, cancel := context.WithTimeout(ctx, r.resultTimeout())
+	defer cancel()
 	err := rd.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &rec)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -298,7 +357,12 @@ func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alph
 	return &rec, nil
 }
 
-func (r *SchemaReconciler) readFailed(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, err error) (reconcile.Result, error) {
+func (r *SchemaReconciler) readFailed(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, err error) (reconcile.Result, error) {
+	if (errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)) && ctx.Err() == nil {
+		warning(r.Events, s, v1alpha1.EventResultReadTimedOut, "ReadResult",
+			"reading the PtahResultRecord of %s operation %s exceeded its time bound of %s, retrying in %s", runnerOp(c.Type), c.JobName, r.resultTimeout(), resultReadRetry)
+		return reconcile.Result{RequeueAfter: resultReadRetry}, nil
+	}
 	warning(r.Events, s, v1alpha1.EventResultReadFailed, "ReadResult",
 		"reading the result of %s operation %s failed, retrying in %s: %v", runnerOp(c.Type), c.JobName, resultReadRetry, err)
 	return reconcile.Result{RequeueAfter: resultReadRetry}, nil
@@ -329,7 +393,7 @@ func (r *SchemaReconciler) noResult(ctx context.Context, s *v1alpha1.PtahSchema,
 	if failed == nil {
 		// The runner exits 0 only after its record was created: give the
 		// API a moment before deciding the read timed out.
-		if wait := finished.Add(resultGrace).Sub(r.clock()); wait > 0 {
+		if wait := finished.Add(r.resultTimeout()).Sub(r.clock()); wait > 0 {
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
@@ -347,8 +411,8 @@ func (r *SchemaReconciler) noResult(ctx context.Context, s *v1alpha1.PtahSchema,
 		return r.failed(ctx, s, c, failure{code: "job_failed", message: fmt.Sprintf("Job %s failed (%s): %s", c.JobName, failed.Reason, failed.Message)})
 	}
 	warning(r.Events, s, v1alpha1.EventResultReadTimedOut, "ReadResult",
-		"no PtahResultRecord %s arrived within %s of its Job completing; the %s operation is tried again", c.JobName, resultGrace, runnerOp(c.Type))
-	return r.failed(ctx, s, c, failure{code: "result_read_timeout", message: fmt.Sprintf("Job %s completed but no result record arrived within %s", c.JobName, resultGrace), quiet: true})
+		"no PtahResultRecord %s arrived within %s of its Job completing; the %s operation is tried again", c.JobName, r.resultTimeout(), runnerOp(c.Type))
+	return r.failed(ctx, s, c, failure{code: "result_read_timeout", message: fmt.Sprintf("Job %s completed but no result record arrived within %s", c.JobName, r.resultTimeout()), quiet: true})
 }
 
 // podAdmission reports, once per refusal, that the Job controller could not
@@ -394,6 +458,13 @@ func (r *SchemaReconciler) clock() time.Time {
 		return r.now()
 	}
 	return time.Now()
+}
+
+func (r *SchemaReconciler) resultTimeout() time.Duration {
+	if r.ResultTimeout > 0 {
+		return r.ResultTimeout
+	}
+	return defaultResultBound
 }
 
 func planRef(s *v1alpha1.PtahSchema) string {

@@ -3,9 +3,11 @@ package controller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,7 +70,11 @@ func (r *SchemaReconciler) resolved(ctx context.Context, s *v1alpha1.PtahSchema,
 		setCondition(s, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy, "spec.desired.verificationPolicyFrom is not set")
 		return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
 	}
-	if s.Status.Source.Verified {
+	policy, err := r.policyDigest(ctx, s)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if s.Status.Source.Verified && s.Status.Source.PolicyDigest == policy {
 		return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
 	}
 	return r.finish(ctx, s, c, v1alpha1.OperationVerify, 1, time.Time{})
@@ -78,7 +84,11 @@ func (r *SchemaReconciler) verified(ctx context.Context, s *v1alpha1.PtahSchema,
 	if res.Verified == nil || !*res.Verified {
 		return r.verificationRefused(ctx, s, c, "verification reported no verdict")
 	}
-	s.Status.Source.Verified = true
+	policy, err := r.policyDigest(ctx, s)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	s.Status.Source.Verified, s.Status.Source.PolicyDigest = true, policy
 	setCondition(s, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonVerified,
 		fmt.Sprintf("%s satisfies the policy in ConfigMap %s", s.Status.Source.ResolvedDigest, s.Spec.Desired.VerificationPolicyFrom.Name))
 	return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
@@ -92,6 +102,7 @@ func (r *SchemaReconciler) observed(ctx context.Context, s *v1alpha1.PtahSchema,
 	if drift || !proved {
 		if drift {
 			setCondition(s, v1alpha1.ConditionDriftDetected, metav1.ConditionTrue, v1alpha1.ReasonDriftFound, "the live schema differs from the desired one")
+			setCondition(s, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, "the live schema differs from the desired one; planning")
 		}
 		return r.finish(ctx, s, c, v1alpha1.OperationPlan, 1, time.Time{})
 	}
@@ -315,6 +326,8 @@ func (r *SchemaReconciler) finish(ctx context.Context, s *v1alpha1.PtahSchema, c
 		return reconcile.Result{}, err
 	}
 	r.revoke(ctx, s, c)
+	r.release(ctx, s, c)
+	r.prune(ctx, s)
 	if !at.IsZero() {
 		return reconcile.Result{RequeueAfter: at.Sub(r.clock())}, nil
 	}
@@ -360,13 +373,19 @@ func (r *SchemaReconciler) awaitApproval(ctx context.Context, s *v1alpha1.PtahSc
 		return reconcile.Result{}, fmt.Errorf("list PtahSchemaApprovals in %s: %w", s.Namespace, err)
 	}
 	var accepted *v1alpha1.PtahSchemaApproval
+	var unstamped []string
 	for i := range list.Items {
 		a := &list.Items[i]
 		if a.Spec.SchemaName != s.Name || a.Annotations[AnnotationConsumedBy] != "" {
 			continue
 		}
 		if a.Spec.PlanName == s.Status.Plan.Name && a.Spec.PlanFingerprint == s.Status.Plan.Fingerprint {
-			if a.ApprovedBy != nil && a.ApprovedBy.Username != "" && accepted == nil {
+			// Only admission stamps an approver; an approval without one
+			// was not written through the cluster's approval policies.
+			switch {
+			case a.ApprovedBy == nil || a.ApprovedBy.Username == "":
+				unstamped = append(unstamped, a.Name)
+			case accepted == nil:
 				accepted = a
 			}
 			continue
@@ -382,7 +401,17 @@ func (r *SchemaReconciler) awaitApproval(ctx context.Context, s *v1alpha1.PtahSc
 		}
 	}
 	if accepted == nil {
-		return reconcile.Result{}, nil
+		if len(unstamped) == 0 {
+			return reconcile.Result{}, nil
+		}
+		msg := fmt.Sprintf("plan %s (fingerprint %s) needs a PtahSchemaApproval naming it; refused %s: no approver stamped by admission",
+			s.Status.Plan.Name, s.Status.Plan.Fingerprint, strings.Join(unstamped, ", "))
+		if conditionIs(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval) &&
+			meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionApprovalRequired).Message == msg {
+			return reconcile.Result{}, nil
+		}
+		setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval, msg)
+		return reconcile.Result{}, r.save(ctx, s)
 	}
 	next := newClaim(s, v1alpha1.OperationApply, 1, r.Binding.of(s), r.clock())
 	if err := r.annotate(ctx, accepted, AnnotationConsumedBy, next.ID); err != nil {

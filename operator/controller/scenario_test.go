@@ -2,12 +2,13 @@ package controller
 
 import (
 	"context"
-	batchv1 "k8s.io/api/batch/v1"
 	"strings"
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
@@ -15,6 +16,7 @@ import (
 const converge = 90 * time.Second
 
 func TestFirstApplyConverges(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.schema()
 	s := e.await("shop", "InSync=True (ScopedConverged)", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
@@ -38,6 +40,7 @@ func TestFirstApplyConverges(t *testing.T) {
 }
 
 func TestUnreachableDatabaseFailsThenRecovers(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Target.URLFrom.Name = "shop-db-broken" })
 	s := e.await("shop", "ReconciliationFailed=True (OperationFailed)", converge,
@@ -70,6 +73,7 @@ func TestUnreachableDatabaseFailsThenRecovers(t *testing.T) {
 }
 
 func TestDestructivePlanIsBlocked(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.schema()
 	e.await("shop", "InSync", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
@@ -90,6 +94,7 @@ func TestDestructivePlanIsBlocked(t *testing.T) {
 }
 
 func TestSuspendHolds(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t)
 	e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Suspend = true })
 	s := e.await("shop", "Suspended=True", 20*time.Second, condition(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec))
@@ -105,6 +110,7 @@ func TestSuspendHolds(t *testing.T) {
 }
 
 func TestRestartBetweenClaimAndJobResumes(t *testing.T) {
+	t.Parallel()
 	var claimed *v1alpha1.ActiveOperation
 	e := newEnv(t, func(o *envOption) {
 		o.reconcile = func(r *SchemaReconciler) {
@@ -147,4 +153,56 @@ func names(jobs []batchv1.Job) []string {
 		out = append(out, j.Name)
 	}
 	return out
+}
+
+func TestHandMadeDriftIsReappliedUnderAlways(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Interval = &metav1.Duration{Duration: 30 * time.Second} })
+	inSync(e)
+	// Someone drops a column by hand.
+	shared.pg.Exec(t, e.db, "ALTER TABLE orders DROP COLUMN note")
+	s := e.await("shop", "DriftDetected=True after spec.interval", 30*time.Second+converge,
+		condition(v1alpha1.ConditionDriftDetected, metav1.ConditionTrue, v1alpha1.ReasonDriftFound))
+	if s.Status.Phase == v1alpha1.PhaseInSync || conditionIs(s, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) {
+		t.Errorf("phase %s, %s while drift is detected", s.Status.Phase, conditions(s))
+	}
+	s = inSync(e)
+	shared.pg.Exec(t, e.db, "SELECT note FROM orders") // the column is back
+	if n := len(e.jobs("ptah-apply-shop-")); n != 2 {
+		t.Errorf("%d Apply Jobs, want the first apply and the re-apply", n)
+	}
+	if s.Status.Applied == nil || s.Status.Applied.ArtifactDigest != s.Status.Source.ResolvedDigest {
+		t.Errorf("status.applied = %+v after the re-apply", s.Status.Applied)
+	}
+}
+
+func TestFinishedOperationsArePruned(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *envOption) {
+		o.reconcile = func(r *SchemaReconciler) { r.Retention = time.Nanosecond }
+	})
+	e.schema()
+	inSync(e)
+	ctx := context.Background()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var recs v1alpha1.PtahResultRecordList
+		must(t, shared.c.List(ctx, &recs, client.InNamespace(e.ns)))
+		jobs := e.jobs("")
+		if len(jobs) == 0 && len(recs.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after convergence %d Jobs (%v) and %d result records remain, want none", len(jobs), names(jobs), len(recs.Items))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := len(e.kubelet.Runs()); n < 5 {
+		t.Errorf("the kubelet ran %d Jobs, want at least Resolve, Observe, Plan, Apply, Proof", n)
+	}
+	// Pruning left the schema's own state alone.
+	if s := e.get("shop"); !condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged)(s) {
+		t.Errorf("after pruning: %s", conditions(s))
+	}
 }

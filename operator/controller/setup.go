@@ -4,6 +4,7 @@ import (
 	"context"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,7 +39,8 @@ func CacheOptions() cache.Options {
 }
 
 // SetupWithManager reconciles a schema when its spec changes, when one of
-// its Jobs does, when a result record names it, or when an approval does.
+// its Jobs does, when a result record names it, when an approval does, or
+// when its verification policy's ConfigMap does.
 // Its own status writes do not wake it: every write is followed by a requeue.
 func (r *SchemaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
@@ -47,6 +49,7 @@ func (r *SchemaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&v1alpha1.PtahResultRecord{}, handler.EnqueueRequestsFromMapFunc(recordSubject)).
 		Watches(&v1alpha1.PtahSchemaApproval{}, handler.EnqueueRequestsFromMapFunc(approvalSubject)).
+		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.policySubjects)).
 		Complete(r)
 }
 

@@ -242,6 +242,14 @@ type ActiveOperation struct {
 	// ExecutionBindingID identifies the execution binding the claim runs under.
 	// +optional
 	ExecutionBindingID string `json:"executionBindingID,omitempty"`
+	// PodTemplateDigest is the admission snapshot: a digest of the Pod
+	// template the claim will dispatch. A different template found before
+	// dispatch refreshes it once; a second change retires the claim.
+	// +optional
+	PodTemplateDigest string `json:"podTemplateDigest,omitempty"`
+	// SnapshotRefreshed records that the admission snapshot was refreshed.
+	// +optional
+	SnapshotRefreshed bool `json:"snapshotRefreshed,omitempty"`
 }
 
 // Source is the artifact spec.desired resolved to.
@@ -250,6 +258,11 @@ type Source struct {
 	ResolvedDigest string `json:"resolvedDigest,omitempty"`
 	// +optional
 	Verified bool `json:"verified,omitempty"`
+	// PolicyDigest is a digest of the verification policy the artifact was
+	// verified under; a policy that no longer digests the same invalidates
+	// the verification and the plan.
+	// +optional
+	PolicyDigest string `json:"policyDigest,omitempty"`
 }
 
 // PlanSummary is a compact copy of the current PtahSchemaPlan.

@@ -72,6 +72,9 @@ const (
 	ReasonVerificationRefused = "VerificationRefused"
 	// ArtifactVerified=True: no verification policy is declared, so none applies.
 	ReasonNoPolicy = "NoPolicy"
+	// ArtifactVerified=Unknown, PlanReady=False: the verification policy
+	// changed since the artifact was verified; it is verified again.
+	ReasonPolicyInvalidated = "VerificationPolicyInvalidated"
 
 	// DatabaseReachable=True/False (False on any connection failure).
 	ReasonConnected        = "Connected"

@@ -1,0 +1,153 @@
+package controller
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/jobsim"
+)
+
+const benchSchemas = 200
+
+// BenchmarkReconcile200Schemas measures the manager binary (cmd/manager, a
+// separate process, so its memory is its own) taking 200 new PtahSchemas in
+// one namespace to InSync. Jobs are run by the simulated kubelet with the
+// real runner around jobsim.NoChangePtah, a stand-in for ptah that reports a
+// database already in the desired state: each schema takes a Resolve, an
+// Observe and a Plan Job, and the figure is the manager's and the API's
+// throughput, not ptah's. It reports schemas/s and the manager's peak and
+// final resident set size.
+func BenchmarkReconcile200Schemas(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
+	}
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	fake := jobsim.NoChangePtah(b, digest)
+	mgr := exec.Command(bin, "--executor-image=ptah-executor:bench", "--plain-http-registries="+shared.reg.Host,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kubeconfig="+shared.api.Kubeconfig)
+	logs := &syncBuffer{}
+	mgr.Stdout, mgr.Stderr = logs, logs
+	if err := mgr.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = mgr.Process.Kill()
+		_ = mgr.Wait()
+	})
+	ctx := context.Background()
+	var total time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ns := "bench-" + rand.String(6)
+		must(b, shared.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		for n := 0; n < benchSchemas; n++ {
+			must(b, shared.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%03d", n), Namespace: ns},
+				StringData: map[string]string{"url": fmt.Sprintf("postgres://bench:never-read@127.0.0.1:1/db%03d", n)}}))
+		}
+		for _, o := range []client.Object{
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry", Namespace: ns}, Type: corev1.SecretTypeBasicAuth,
+				StringData: map[string]string{"registry": shared.reg.Host, "username": shared.reg.Username, "password": shared.reg.Password}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns}, Data: map[string]string{"ca.crt": string(shared.api.Config.CAData)}},
+		} {
+			must(b, shared.c.Create(ctx, o))
+		}
+		kb := &subTB{TB: b}
+		jobsim.Start(kb, shared.api.Config, jobsim.Options{Namespace: ns, Ptah: fake})
+		b.StartTimer()
+		start := time.Now()
+		for n := 0; n < benchSchemas; n++ {
+			must(b, shared.c.Create(ctx, &v1alpha1.PtahSchema{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", n), Namespace: ns},
+				Spec: v1alpha1.PtahSchemaSpec{
+					// One database each, as 200 schemas would have.
+					Target:  v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: fmt.Sprintf("db-%03d", n), Key: "url"}},
+					Desired: v1alpha1.Desired{OCIRef: shared.refV1, RegistryAuthFrom: &v1alpha1.LocalRef{Name: "registry"}},
+					Policy:  v1alpha1.Policy{Apply: v1alpha1.ApplyAlways},
+				},
+			}))
+		}
+		for {
+			var list v1alpha1.PtahSchemaList
+			must(b, shared.c.List(ctx, &list, client.InNamespace(ns)))
+			done := 0
+			for i := range list.Items {
+				if conditionIs(&list.Items[i], v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) {
+					done++
+				}
+			}
+			if done == benchSchemas {
+				break
+			}
+			if time.Since(start) > 15*time.Minute {
+				b.Fatalf("%d of %d schemas InSync after 15m; manager log tail:\n%s", done, benchSchemas, tail(logs.String(), 20))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		total += time.Since(start)
+		b.StopTimer()
+		kb.cleanup()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(benchSchemas*b.N)/total.Seconds(), "schemas/s")
+	hwm, rss := procMemory(b, mgr.Process.Pid)
+	b.ReportMetric(hwm/1024, "MiB-peak-rss")
+	b.ReportMetric(rss/1024, "MiB-rss")
+}
+
+// procMemory reads VmHWM and VmRSS (KiB) of pid.
+func procMemory(b *testing.B, pid int) (hwm, rss float64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ":")
+		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+		switch k {
+		case "VmHWM":
+			hwm = kb
+		case "VmRSS":
+			rss = kb
+		}
+	}
+	return hwm, rss
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// subTB scopes the simulated kubelet to one benchmark iteration: its
+// cleanups run when the iteration ends rather than when the benchmark does.
+type subTB struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (s *subTB) Cleanup(f func()) { s.cleanups = append(s.cleanups, f) }
+func (s *subTB) cleanup() {
+	for i := len(s.cleanups) - 1; i >= 0; i-- {
+		s.cleanups[i]()
+	}
+}

@@ -1,0 +1,167 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// The database lease: one coordination.k8s.io Lease per database (named from
+// the Secret reference that reaches it, since the manager never reads the
+// URL) guards the operations whose result depends on nobody else changing
+// the database meanwhile: Plan, Proof and Apply. Its holder is the claim's
+// operation id. A result is accepted only if the claim held the lease
+// without a break from dispatch to the record.
+
+const (
+	defaultLeaseDuration = time.Minute
+	leaseRecheck         = 5 * time.Second
+)
+
+// guarded operations run under the database lease.
+func guarded(typ v1alpha1.OperationType) bool {
+	return typ == v1alpha1.OperationPlan || typ == v1alpha1.OperationProof || typ == v1alpha1.OperationApply
+}
+
+// leaseName names the lease of the database s targets.
+func leaseName(s *v1alpha1.PtahSchema) string {
+	u := s.Spec.Target.URLFrom
+	return "ptah-db-" + hexDigest(s.Namespace + "/" + u.Name + "/" + u.Key)[:16]
+}
+
+func (r *SchemaReconciler) leaseDuration() time.Duration {
+	if r.LeaseDuration > 0 {
+		return r.LeaseDuration
+	}
+	return defaultLeaseDuration
+}
+
+// expired reports whether l's holder let it lapse before at.
+func expired(l *coordinationv1.Lease, at time.Time) bool {
+	if l.Spec.RenewTime == nil || l.Spec.LeaseDurationSeconds == nil {
+		return true
+	}
+	return l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).Before(at)
+}
+
+func holder(l *coordinationv1.Lease) string { return ptr.Deref(l.Spec.HolderIdentity, "") }
+
+func (r *SchemaReconciler) readLease(ctx context.Context, s *v1alpha1.PtahSchema) (*coordinationv1.Lease, error) {
+	var l coordinationv1.Lease
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: leaseName(s)}, &l)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the database Lease %s/%s: %w", s.Namespace, leaseName(s), err)
+	}
+	return &l, nil
+}
+
+// acquire takes the database lease for claim c before its Job is created.
+// It returns how long to wait when another operation holds it.
+func (r *SchemaReconciler) acquire(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (time.Duration, error) {
+	now := r.clock()
+	secs := int32(r.leaseDuration().Seconds())
+	l, err := r.readLease(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	if l == nil {
+		l = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: leaseName(s), Namespace: s.Namespace, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(c.ID), LeaseDurationSeconds: ptr.To(secs),
+				AcquireTime: &metav1.MicroTime{Time: now}, RenewTime: &metav1.MicroTime{Time: now}},
+		}
+		if err := r.Client.Create(ctx, l); err != nil {
+			return 0, fmt.Errorf("create the database Lease %s/%s: %w", s.Namespace, l.Name, err)
+		}
+		return 0, nil
+	}
+	h := holder(l)
+	if h != "" && h != c.ID && !expired(l, now) {
+		// Look again soon: a holder that finishes releases the lease early.
+		left := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).Sub(now)
+		return min(max(time.Second, left), leaseRecheck), nil
+	}
+	if h != c.ID {
+		l.Spec.HolderIdentity = ptr.To(c.ID)
+		l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
+		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	}
+	l.Spec.LeaseDurationSeconds = ptr.To(secs)
+	l.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	if err := r.Client.Update(ctx, l); err != nil {
+		return 0, fmt.Errorf("take the database Lease %s/%s: %w", s.Namespace, l.Name, err)
+	}
+	return 0, nil
+}
+
+// renew extends the lease while c's Job runs. It reports a break: the lease
+// is held by another, or it lapsed before this renewal.
+func (r *SchemaReconciler) renew(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (lost string, err error) {
+	now := r.clock()
+	l, err := r.readLease(ctx, s)
+	if err != nil {
+		return "", err
+	}
+	if why := continuity(l, c, now); why != "" {
+		return why, nil
+	}
+	l.Spec.RenewTime = &metav1.MicroTime{Time: now}
+	if err := r.Client.Update(ctx, l); err != nil {
+		return "", fmt.Errorf("renew the database Lease %s/%s: %w", s.Namespace, l.Name, err)
+	}
+	return "", nil
+}
+
+// continuity says why c did not hold l without a break up to at, or "".
+func continuity(l *coordinationv1.Lease, c *v1alpha1.ActiveOperation, at time.Time) string {
+	switch {
+	case l == nil:
+		return "the database Lease was deleted"
+	case holder(l) != c.ID:
+		return fmt.Sprintf("the database Lease %s is now held by %q", l.Name, holder(l))
+	case expired(l, at):
+		return fmt.Sprintf("the database Lease %s was last renewed at %s and lapsed before %s", l.Name,
+			l.Spec.RenewTime.UTC().Format(time.RFC3339), at.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
+// release hands the lease back if c still holds it.
+func (r *SchemaReconciler) release(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
+	if !guarded(c.Type) {
+		return
+	}
+	l, err := r.readLease(ctx, s)
+	if err != nil || l == nil || holder(l) != c.ID {
+		return
+	}
+	l.Spec.HolderIdentity = nil
+	if err := r.Client.Update(ctx, l); err != nil && !apierrors.IsConflict(err) {
+		log.FromContext(ctx).Error(err, "release the database Lease; it lapses by itself", "lease", l.Name)
+	}
+}
+
+// leaseLost discards the result of c, which was produced without continuous
+// ownership of the database, and restarts the read-only proof.
+func (r *SchemaReconciler) leaseLost(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) error {
+	warning(r.Events, s, v1alpha1.EventLeaseContinuityLost, "Coordinate",
+		"database lock ownership was not continuous during %s operation %s (%s), so its result is discarded and the proof restarts", runnerOp(c.Type), c.JobName, why)
+	if c.Type == v1alpha1.OperationApply {
+		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, "the Apply's result was discarded: "+why)
+	}
+	s.Status.Phase = v1alpha1.PhaseObserving
+	_, err := r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
+	return err
+}
