@@ -316,7 +316,11 @@ func (l *Lab) upOperator(ctx context.Context, s *state, _ *created) (string, err
 	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err != nil {
 		return "skipped: operator/config/default is not in this tree", nil
 	}
-	if _, err := l.kubectlCmd(ctx, "", "apply", "--server-side", "--force-conflicts", "-k", dir); err != nil {
+	overlay, err := l.operatorOverlay(dir)
+	if err != nil {
+		return "", err
+	}
+	if _, err := l.kubectlCmd(ctx, "", "apply", "--server-side", "--force-conflicts", "-k", overlay); err != nil {
 		return "", err
 	}
 	controller := l.controllerName(ctx)
@@ -369,6 +373,35 @@ func (l *Lab) upEnvironment(ctx context.Context, s *state, _ *created) (string, 
 		return "", err
 	}
 	return l.environmentFile() + " (0600)", nil
+}
+
+// operatorOverlay writes the kustomization the lab installs: the operator's
+// own base, with the lab's registry reached over plain HTTP (it has no TLS
+// certificate). It lives under demo/.lab, so the tree keeps one base.
+func (l *Lab) operatorOverlay(base string) (string, error) {
+	dir := filepath.Join(l.Dir, "operator")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(dir, base)
+	if err != nil {
+		return "", err
+	}
+	k := fmt.Sprintf(`# Written by lab up: operator/config/default as the lab runs it.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- %s
+patches:
+- target:
+    kind: Deployment
+    name: %s
+  patch: |-
+    - op: add
+      path: /spec/template/spec/containers/0/args
+      value: ["--plain-http-registries=%s"]
+`, filepath.ToSlash(rel), defaultController, registryInCluster())
+	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
 func registryInCluster() string { return registryService + "." + Namespace + ".svc:5000" }
