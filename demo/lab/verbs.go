@@ -109,7 +109,8 @@ func (l *Lab) Reset(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	targets := append(strings.Fields(kinds), "jobs.batch")
+	// Events too: a scenario's event listing must show its own session only.
+	targets := append(strings.Fields(kinds), "jobs.batch", "events")
 	done := l.r.Step("reset: delete " + strings.Join(targets, ", ") + " in " + Namespace)
 	if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "delete", strings.Join(targets, ","), "--all", "--ignore-not-found", "--wait=true", "--timeout=2m"); err != nil {
 		return err
