@@ -32,8 +32,11 @@ func (l *Lab) Images(ctx context.Context, binDir string) error {
 	e.set("PTAH_LAB_PTAH_VERSION", strings.TrimSpace(string(out)))
 	for _, b := range built {
 		fmt.Fprintf(l.Stdout, "%s %s -> %s\n", b.Ref, b.Digest, b.File)
-		if b.Ref == image.ExecutorRef {
+		switch b.Ref {
+		case image.ExecutorRef:
 			e.set("PTAH_LAB_EXECUTOR_DIGEST", b.Digest)
+		case image.ManagerRef:
+			e.set("PTAH_LAB_MANAGER_DIGEST", b.Digest)
 		}
 	}
 	return os.WriteFile(l.buildFile(), e.bytes(), 0o644)

@@ -377,7 +377,9 @@ func (l *Lab) upEnvironment(ctx context.Context, s *state, _ *created) (string, 
 
 // operatorOverlay writes the kustomization the lab installs: the operator's
 // own base, with the lab's registry reached over plain HTTP (it has no TLS
-// certificate). It lives under demo/.lab, so the tree keeps one base.
+// certificate), and the manager's image digest on its Pod template, so a
+// rebuilt image (same tag) rolls the manager. It lives under demo/.lab, so
+// the tree keeps one base.
 func (l *Lab) operatorOverlay(base string) (string, error) {
 	dir := filepath.Join(l.Dir, "operator")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -400,7 +402,10 @@ patches:
     - op: add
       path: /spec/template/spec/containers/0/args
       value: ["--plain-http-registries=%s"]
-`, filepath.ToSlash(rel), defaultController, registryInCluster())
+    - op: add
+      path: /spec/template/metadata/annotations
+      value: {"ptah.run/manager-image-digest": %q}
+`, filepath.ToSlash(rel), defaultController, registryInCluster(), l.imageBuild().get("PTAH_LAB_MANAGER_DIGEST"))
 	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
