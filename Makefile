@@ -14,11 +14,11 @@ CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 # Debian packages the tests need (binary that proves each one is there).
 HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium
 
-.PHONY: test host-deps envtest generate check-generated lint scenarios unit demo
+.PHONY: test host-deps envtest generate check-generated lint scenarios recording unit demo
 .DEFAULT_GOAL := test
 
 ## test: everything CI runs (host packages, envtest binaries, generated code up to date, lint, all tests)
-test: host-deps envtest check-generated lint scenarios unit
+test: host-deps envtest check-generated lint scenarios recording unit
 
 ## host-deps: install the missing Debian packages the tests need (needs root when any is missing)
 host-deps:
@@ -59,6 +59,13 @@ lint:
 ## scenarios: every scenario file loads (format, refusals, environment names)
 scenarios:
 	$(GO) run ./cmd/record -check -scenarios scenarios
+
+## recording: the committed recording still matches the scenarios, and the site builds from it
+recording:
+	@if [ -f demo/recordings/runs.json ]; then \
+	  $(GO) run ./cmd/record -verify && \
+	  out=$$(mktemp -d) && $(GO) run ./cmd/site -recording demo/recordings -out $$out/site && rm -rf $$out; \
+	else echo "recording: none committed yet"; fi
 
 ## unit: the Go tests; the real components' start-up times are printed first
 unit:
@@ -104,6 +111,7 @@ demo-down:
 lab-e2e: images
 	PTAH_LAB_E2E=1 $(GO) test -count=1 -timeout 90m -run TestLabUpAndDown -v ./demo/lab/
 
-## demo: not complete yet (the census is not recorded); see README.md
-demo:
-	@echo "make demo: the scenarios are not recorded yet; make demo-up brings the lab up, see README.md" >&2; exit 2
+## demo: the main job: the lab up, the census recorded on it, the replay site built and served
+demo: demo-up
+	$(GO) run ./cmd/record
+	$(GO) run ./cmd/site -recording demo/recordings -out site/public -environment demo/.lab/environment -serve $(SITE_ADDR)

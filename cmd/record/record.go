@@ -57,7 +57,7 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 1, err
 	}
-	commit, describe, err := recording.Pin(root)
+	commit, describe, err := recording.Pin(root, recordingOutputs(root, o.output)...)
 	if err != nil {
 		return 1, err
 	}
@@ -193,4 +193,18 @@ func relative(root, file string) string {
 		return filepath.ToSlash(rel)
 	}
 	return file
+}
+
+// recordingOutputs are the files a recording into output writes (runs.json
+// and the casts beside it), relative to the repository root when inside it.
+func recordingOutputs(root, output string) []string {
+	abs, err := filepath.Abs(filepath.Dir(output))
+	if err != nil {
+		return nil
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return nil
+	}
+	return []string{filepath.Join(rel, filepath.Base(output)), filepath.Join(rel, "*.cast")}
 }

@@ -240,6 +240,10 @@ func TestDirtyTreeRefused(t *testing.T) {
 	if _, _, err := Pin(dir); err == nil || !strings.Contains(err.Error(), "a.yaml") {
 		t.Errorf("modified file: pin = %v, want a refusal naming it", err)
 	}
+	// A recording being re-recorded over is the output, not an input.
+	if _, _, err := Pin(dir, "a.yaml"); err != nil {
+		t.Errorf("modified output excluded: pin = %v, want it accepted", err)
+	}
 }
 
 func TestMergeReplacesByID(t *testing.T) {

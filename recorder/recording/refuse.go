@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 
 	"ptah.run/operator/recorder/labenv"
@@ -80,8 +81,10 @@ func ScanText(secrets []labenv.Secret, where, text string) error {
 
 // Pin returns the commit and `git describe` of the tree at dir, refusing a
 // tree with changes or untracked files (ignored files do not count): a
-// recording must be reproducible from the commit it names.
-func Pin(dir string) (commit, describe string, err error) {
+// recording must be reproducible from the commit it names. The recording's
+// own output (outputs, paths relative to dir) is left out: re-recording over
+// a recording changes nothing that is recorded from.
+func Pin(dir string, outputs ...string) (commit, describe string, err error) {
 	git := func(args ...string) (string, error) {
 		cmd := exec.Command("git", args...)
 		cmd.Dir = dir
@@ -93,7 +96,11 @@ func Pin(dir string) (commit, describe string, err error) {
 		}
 		return strings.TrimSpace(string(out)), nil
 	}
-	status, err := git("status", "--porcelain=v1", "--untracked-files=all")
+	args := []string{"status", "--porcelain=v1", "--untracked-files=all", "--", "."}
+	for _, o := range outputs {
+		args = append(args, ":(exclude)"+filepath.ToSlash(o))
+	}
+	status, err := git(args...)
 	if err != nil {
 		return "", "", err
 	}
