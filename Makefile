@@ -111,6 +111,12 @@ demo-down:
 lab-e2e: images
 	PTAH_LAB_E2E=1 $(GO) test -count=1 -timeout 90m -run TestLabUpAndDown -v ./demo/lab/
 
+ID ?= failure-recovery
+.PHONY: demo-reproduce
+## demo-reproduce: repeat a published scenario (ID=...) as a reader would, and diff it against the recording
+demo-reproduce:
+	acceptance/reproduce.sh $(ID)
+
 ## demo: the main job: the lab up, the census recorded on it, the replay site built and served
 demo: demo-up
 	$(GO) run ./cmd/record
