@@ -122,22 +122,33 @@ func TestLabUpAndDown(t *testing.T) {
 	if !strings.Contains(stdout.String(), " false") {
 		t.Errorf("the application role is not least-privileged: %q", stdout.String())
 	}
-	if _, err := os.Stat(filepath.Join(root, "cmd", "ptah")); err == nil {
-		stdout.Reset()
-		if err := l.Publish(ctx, "v1"); err != nil {
-			t.Fatalf("lab publish v1: %v", err)
-		}
-		digest := strings.TrimSpace(stdout.String())
-		if !digestPattern.MatchString(digest) {
-			t.Fatalf("lab publish printed %q, want only a digest", digest)
-		}
-		doc, err := l.Manifest("storefront", digest, env(map[string]string{"APPLY": "Always"}))
+	stdout.Reset()
+	if err := l.Publish(ctx, "v1"); err != nil {
+		t.Fatalf("lab publish v1: %v", err)
+	}
+	digest := strings.TrimSpace(stdout.String())
+	if !digestPattern.MatchString(digest) {
+		t.Fatalf("lab publish printed %q, want only a digest", digest)
+	}
+	doc, err := l.Manifest("storefront", digest, env(map[string]string{"APPLY": "Always"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.kubectlCmd(ctx, doc, "apply", "-f", "-"); err != nil {
+		t.Fatalf("the API server refuses the rendered manifest: %v", err)
+	}
+	convergesThroughRealJobs(t, l, ctx)
+	published := map[string]string{}
+	for what, args := range map[string][]string{
+		"the schema's status": {"-n", Namespace, "get", "ptahschema", "storefront", "-o", "jsonpath={.status}"},
+		"the schema's Events": {"-n", Namespace, "get", "events", "--field-selector", "involvedObject.name=storefront", "-o", "yaml"},
+		"the manager's logs":  {"-n", OperatorNamespace, "logs", "deployment/" + l.controllerName(ctx), "--tail=-1"},
+	} {
+		out, err := l.kubectlCmd(ctx, "", args...)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("read %s: %v", what, err)
 		}
-		if _, err := l.kubectlCmd(ctx, doc, "apply", "--dry-run=server", "-f", "-"); err != nil {
-			t.Errorf("the API server refuses the rendered manifest: %v", err)
-		}
+		published[what] = out
 	}
 	if err := l.Psql(ctx, "create table leftover (id int)"); err != nil {
 		t.Fatal(err)
@@ -159,6 +170,13 @@ func TestLabUpAndDown(t *testing.T) {
 	for _, v := range creds.values() {
 		if strings.Contains(progress.String(), v) || strings.Contains(stdout.String(), v) {
 			t.Errorf("a generated password appears in the lab's output")
+		}
+	}
+	for what, text := range published {
+		for _, v := range creds.values() {
+			if strings.Contains(text, v) {
+				t.Errorf("a generated password appears in %s", what)
+			}
 		}
 	}
 
@@ -183,5 +201,41 @@ func TestLabUpAndDown(t *testing.T) {
 	}
 	if _, err := os.Stat(l.environmentFile()); err == nil {
 		t.Errorf("environment file remains after down")
+	}
+}
+
+// convergesThroughRealJobs waits for the applied storefront schema to be
+// proved in sync by Jobs whose Pods ran the executor image, and for its
+// table to be in the lab's database.
+func convergesThroughRealJobs(t *testing.T, l *Lab, ctx context.Context) {
+	t.Helper()
+	if tars, _ := filepath.Glob(filepath.Join(l.OperatorImagesDir(), "*.tar")); len(tars) == 0 {
+		t.Fatalf("no operator images in %s: run make images (make lab-e2e does)", l.OperatorImagesDir())
+	}
+	start := time.Now()
+	if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "wait", "ptahschema/storefront",
+		"--for=jsonpath={.status.conditions[?(@.type==\"InSync\")].reason}=ScopedConverged", "--timeout=6m"); err != nil {
+		status, _ := l.kubectlCmd(ctx, "", "-n", Namespace, "get", "ptahschema", "storefront", "-o", "jsonpath={.status.conditions}")
+		t.Fatalf("storefront did not converge: %v\nconditions: %s", err, status)
+	}
+	t.Logf("storefront InSync=True (ScopedConverged) after %s", time.Since(start).Round(time.Second))
+	status, err := l.kubectlCmd(ctx, "", "-n", Namespace, "get", "ptahschema", "storefront", "-o",
+		"jsonpath={.status.conditions[?(@.type==\"InSync\")].status} {.status.applied.artifactDigest}")
+	if err != nil || !strings.HasPrefix(status, "True sha256:") {
+		t.Errorf("InSync status and applied digest = %q (%v), want True and a digest", status, err)
+	}
+	images, err := l.kubectlCmd(ctx, "", "-n", Namespace, "get", "pods", "-l", "job-name", "-o", "jsonpath={.items[*].spec.containers[*].image}")
+	if err != nil || !strings.Contains(images, "ptah-executor:dev") {
+		t.Errorf("operation Pods ran %q (%v), want the executor image", images, err)
+	}
+	var out bytes.Buffer
+	saved := l.Stdout
+	l.Stdout = &out
+	defer func() { l.Stdout = saved }()
+	if err := l.Psql(ctx, "select count(*) as tables from pg_tables where tablename = 'customers'"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "      1") {
+		t.Errorf("table customers not in the database: %q", out.String())
 	}
 }
