@@ -99,6 +99,13 @@ func (r *SchemaReconciler) observed(ctx context.Context, s *v1alpha1.PtahSchema,
 	drift := res.DriftDetected != nil && *res.DriftDetected
 	applied := s.Status.Applied
 	proved := applied != nil && s.Status.Source != nil && applied.ArtifactDigest == s.Status.Source.ResolvedDigest
+	// A proof holds for the spec it was made under: after a spec change
+	// (protected tables, policy, exclusions) only a fresh plan at the
+	// current generation may say InSync again.
+	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionInSync); c == nil ||
+		c.Status != metav1.ConditionTrue || c.ObservedGeneration != s.Generation {
+		proved = false
+	}
 	if drift || !proved {
 		if drift {
 			setCondition(s, v1alpha1.ConditionDriftDetected, metav1.ConditionTrue, v1alpha1.ReasonDriftFound, "the live schema differs from the desired one")

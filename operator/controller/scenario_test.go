@@ -39,6 +39,27 @@ func TestFirstApplyConverges(t *testing.T) {
 	}
 }
 
+// TestSpecChangeIsProvedByAFreshPlan: after a spec change that leaves the
+// artifact alone, InSync at the new generation comes only from a new plan.
+func TestSpecChangeIsProvedByAFreshPlan(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.schema()
+	e.await("shop", "InSync=True (ScopedConverged)", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+	plans := len(e.jobs("ptah-plan-shop-")) + len(e.jobs("ptah-proof-shop-"))
+	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Policy.ProtectedTables = []string{"audit_log"} })
+	s := e.await("shop", "InSync=True (ScopedConverged) at the new generation", converge, func(s *v1alpha1.PtahSchema) bool {
+		c := findCondition(s, v1alpha1.ConditionInSync)
+		return c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonScopedConverged && c.ObservedGeneration == s.Generation
+	})
+	if s.Generation < 2 {
+		t.Fatalf("generation %d: the spec change did not land", s.Generation)
+	}
+	if now := len(e.jobs("ptah-plan-shop-")) + len(e.jobs("ptah-proof-shop-")); now <= plans {
+		t.Errorf("InSync at generation %d without a new plan (%d plan Jobs before, %d after)", s.Generation, plans, now)
+	}
+}
+
 func TestUnreachableDatabaseFailsThenRecovers(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
