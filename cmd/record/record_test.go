@@ -136,10 +136,15 @@ func TestRecordVerifyOnly(t *testing.T) {
 		}
 	})
 
-	t.Run("a dirty tree is refused", func(t *testing.T) {
-		// runs.json itself is uncommitted now.
+	t.Run("a dirty tree is refused, the recording's own output is not", func(t *testing.T) {
+		// runs.json and the cast are uncommitted now: re-recording over them is fine.
+		if code, _, stderr := runRecord(t, args...); code != 0 {
+			t.Errorf("record over an uncommitted recording exited %d: %s", code, stderr)
+		}
+		r.write("scenarios/notes.txt", "an input nobody committed\n")
+		defer os.Remove(filepath.Join(r.dir, "scenarios/notes.txt"))
 		code, _, stderr := runRecord(t, args...)
-		if code != 1 || !strings.Contains(stderr, "refused") || !strings.Contains(stderr, "demo/recordings") {
+		if code != 1 || !strings.Contains(stderr, "refused") || !strings.Contains(stderr, "scenarios/notes.txt") {
 			t.Errorf("record in a dirty tree exited %d: %s", code, stderr)
 		}
 	})
