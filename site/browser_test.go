@@ -19,6 +19,8 @@ import (
 	cdplog "github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+
+	"ptah.run/operator/recorder/labenv"
 )
 
 // chromium finds Debian's chromium; the Makefile's host-deps installs it.
@@ -122,8 +124,36 @@ func builtSite(t *testing.T) (string, *Site, string) {
 	return out, s, srv.URL + "/"
 }
 
+// committedSite builds the recording committed in demo/recordings, with the
+// lab's credentials when a lab is up, and serves it on a loopback port.
+func committedSite(t *testing.T) (string, *Site, string) {
+	t.Helper()
+	rec := filepath.Join("..", "demo", "recordings")
+	var secrets []labenv.Secret
+	if lab, err := labenv.Load(filepath.Join("..", "demo", ".lab", "environment")); err == nil {
+		secrets = lab.Secrets
+	}
+	out := filepath.Join(t.TempDir(), "public")
+	s, err := Build(Options{Recording: rec, Out: out, Secrets: secrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(Handler(out))
+	t.Cleanup(srv.Close)
+	return out, s, srv.URL + "/"
+}
+
+// TestSiteInChromium checks the site built from the fixture and, when one is
+// committed, from the published recording itself.
 func TestSiteInChromium(t *testing.T) {
-	out, s, base := builtSite(t)
+	t.Run("fixture", func(t *testing.T) { checkInChromium(t, builtSite) })
+	if _, err := os.Stat(filepath.Join("..", "demo", "recordings", "runs.json")); err == nil {
+		t.Run("committed recording", func(t *testing.T) { checkInChromium(t, committedSite) })
+	}
+}
+
+func checkInChromium(t *testing.T, built func(*testing.T) (string, *Site, string)) {
+	out, s, base := built(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	bctx := browser(t, ctx)
