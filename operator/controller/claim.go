@@ -104,40 +104,32 @@ func jobName(typ v1alpha1.OperationType, schema, hex16 string) string {
 	return prefix + schema + "-" + hex16
 }
 
+// operations maps each operation type to the protocol's name for it and the
+// phase a dispatched operation of that type shows.
+var operations = map[v1alpha1.OperationType]struct {
+	op    string
+	phase v1alpha1.Phase
+}{
+	v1alpha1.OperationResolve: {runner.OpResolve, v1alpha1.PhaseResolving},
+	v1alpha1.OperationVerify:  {runner.OpVerify, v1alpha1.PhaseVerifying},
+	v1alpha1.OperationObserve: {runner.OpObserve, v1alpha1.PhaseObserving},
+	v1alpha1.OperationPlan:    {runner.OpPlan, v1alpha1.PhasePlanning},
+	v1alpha1.OperationApply:   {runner.OpApply, v1alpha1.PhaseApplying},
+	v1alpha1.OperationProof:   {runner.OpProof, v1alpha1.PhaseVerifyingConvergence},
+}
+
 // runnerOp is the protocol's name for an operation type.
 func runnerOp(typ v1alpha1.OperationType) string {
-	switch typ {
-	case v1alpha1.OperationResolve:
-		return runner.OpResolve
-	case v1alpha1.OperationVerify:
-		return runner.OpVerify
-	case v1alpha1.OperationObserve:
-		return runner.OpObserve
-	case v1alpha1.OperationPlan:
-		return runner.OpPlan
-	case v1alpha1.OperationApply:
-		return runner.OpApply
-	case v1alpha1.OperationProof:
-		return runner.OpProof
+	if o, ok := operations[typ]; ok {
+		return o.op
 	}
 	return strings.ToLower(string(typ))
 }
 
 // phaseOf is the phase a dispatched operation shows.
 func phaseOf(typ v1alpha1.OperationType) v1alpha1.Phase {
-	switch typ {
-	case v1alpha1.OperationResolve:
-		return v1alpha1.PhaseResolving
-	case v1alpha1.OperationVerify:
-		return v1alpha1.PhaseVerifying
-	case v1alpha1.OperationObserve:
-		return v1alpha1.PhaseObserving
-	case v1alpha1.OperationPlan:
-		return v1alpha1.PhasePlanning
-	case v1alpha1.OperationApply:
-		return v1alpha1.PhaseApplying
-	case v1alpha1.OperationProof:
-		return v1alpha1.PhaseVerifyingConvergence
+	if o, ok := operations[typ]; ok {
+		return o.phase
 	}
 	return v1alpha1.PhasePending
 }
