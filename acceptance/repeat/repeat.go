@@ -16,13 +16,9 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"ptah.run/operator/recorder/envnames"
-	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
-	"ptah.run/operator/recorder/observe"
 	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/scenario"
 	"ptah.run/operator/recorder/session"
@@ -150,24 +146,9 @@ func Run(ctx context.Context, o Options, published Published, dir string, enviro
 		}
 		return "", false
 	}
-	kubeconfig, _ := lookup("KUBECONFIG")
-	if kubeconfig == "" {
-		return errors.New("KUBECONFIG is not set: it names the cluster, and the account, the commands run as")
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	runner, err := session.New(dir, lookup, stderr)
 	if err != nil {
-		return fmt.Errorf("read KUBECONFIG %s: %w", kubeconfig, err)
-	}
-	namespace, _ := lookup("NAMESPACE")
-	obs, err := observe.New(cfg, namespace)
-	if err != nil {
-		return err
-	}
-	runner := &session.Runner{
-		Shell:    execute.Shell{Dir: dir, Env: envnames.Environ(lookup), Timeout: session.DefaultCommand},
-		Observer: obs,
-		Config:   cfg,
-		Progress: stderr,
+		return fmt.Errorf("%v: it names the cluster, and the account, the commands run as", err)
 	}
 	// The lab's file only names the run id to normalize and the credentials
 	// to withhold; no command reads it.

@@ -12,13 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/client-go/tools/clientcmd"
-
 	"ptah.run/operator/recorder/envnames"
-	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
-	"ptah.run/operator/recorder/observe"
 	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/scenario"
 	"ptah.run/operator/recorder/session"
@@ -146,34 +142,19 @@ func mergeTarget(file string, lab labenv.Versions) (*recording.Recording, error)
 // newRunner connects to the cluster the lab names and builds the command
 // environment from the published names alone.
 func newRunner(lab *labenv.Lab, root string, stderr io.Writer) (*session.Runner, error) {
-	kubeconfig, _ := lab.Lookup("KUBECONFIG")
-	if kubeconfig == "" {
-		return nil, fmt.Errorf("%s names no KUBECONFIG: the recorder needs the cluster the commands run against", lab.File)
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("read KUBECONFIG %s from %s: %w", kubeconfig, lab.File, err)
-	}
-	namespace, _ := lab.Lookup("NAMESPACE")
-	obs, err := observe.New(cfg, namespace)
-	if err != nil {
-		return nil, err
-	}
-	env := envnames.Environ(func(name string) (string, bool) {
+	r, err := session.New(root, func(name string) (string, bool) {
 		if envnames.IsPublished(name) {
 			return lab.Lookup(name)
 		}
 		return os.LookupEnv(name)
-	})
-	return &session.Runner{
-		Shell:      execute.Shell{Dir: root, Env: env, Timeout: session.DefaultCommand},
-		Observer:   obs,
-		Config:     cfg,
-		Normalizer: normalize.Normalizer{RunID: lab.RunID},
-		Secrets:    lab.Secrets,
-		Lab:        lab,
-		Progress:   stderr,
-	}, nil
+	}, stderr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", lab.File, err)
+	}
+	r.Normalizer = normalize.Normalizer{RunID: lab.RunID}
+	r.Secrets = lab.Secrets
+	r.Lab = lab
+	return r, nil
 }
 
 func repoRoot() (string, error) {
