@@ -148,19 +148,7 @@ func migrationsPush(fs *flag.FlagSet) action {
 		for i, n := range names {
 			paths[i] = filepath.Join(*dir, n)
 		}
-		layers, err := readArtifactFiles(paths)
-		if err != nil {
-			return nil, false, err
-		}
-		ann, err := parseAnnotations(*annotations)
-		if err != nil {
-			return nil, false, err
-		}
-		p, err := client().Push(ctx, ref, artifact.MigrationsArtifactType, artifact.MigrationLayerMediaType, layers, ann)
-		if err != nil {
-			return nil, false, err
-		}
-		return pushedText{p}, false, nil
+		return pushFiles(ctx, client(), ref, artifact.MigrationsArtifactType, artifact.MigrationLayerMediaType, paths, *annotations)
 	}
 }
 

@@ -27,20 +27,25 @@ func schemaPush(fs *flag.FlagSet) action {
 		if len(*files) == 0 {
 			return nil, false, report.Errorf(report.Usage, "pass --schema-file FILE.sql at least once")
 		}
-		layers, err := readArtifactFiles(*files)
-		if err != nil {
-			return nil, false, err
-		}
-		ann, err := parseAnnotations(*annotations)
-		if err != nil {
-			return nil, false, err
-		}
-		p, err := client().Push(ctx, ref, artifact.SchemaArtifactType, artifact.SchemaLayerMediaType, layers, ann)
-		if err != nil {
-			return nil, false, err
-		}
-		return pushedText{p}, false, nil
+		return pushFiles(ctx, client(), ref, artifact.SchemaArtifactType, artifact.SchemaLayerMediaType, *files, *annotations)
 	}
+}
+
+// pushFiles packs files as the layers of one artifact and pushes it.
+func pushFiles(ctx context.Context, c *artifact.Client, ref, artifactType, layerType string, files, annotations []string) (any, bool, error) {
+	layers, err := readArtifactFiles(files)
+	if err != nil {
+		return nil, false, err
+	}
+	ann, err := parseAnnotations(annotations)
+	if err != nil {
+		return nil, false, err
+	}
+	p, err := c.Push(ctx, ref, artifactType, layerType, layers, ann)
+	if err != nil {
+		return nil, false, err
+	}
+	return pushedText{p}, false, nil
 }
 
 type pushedText struct{ *artifact.Pushed }
