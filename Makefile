@@ -12,13 +12,14 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 # Debian packages the tests need (binary that proves each one is there).
-HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium
+HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium asciinema:/usr/bin/asciinema
 
 .PHONY: test host-deps envtest generate check-generated lint scenarios recording unit demo
 .DEFAULT_GOAL := test
 
-## test: everything CI runs (host packages, envtest binaries, generated code up to date, lint, all tests)
-test: host-deps envtest check-generated lint scenarios recording unit
+## test: everything CI runs (host packages, envtest binaries, generated code up to date, lint, all tests,
+## then the lab: its end-to-end test and the smoke on it)
+test: host-deps envtest check-generated lint scenarios recording unit lab-e2e lab-smoke
 
 ## host-deps: install the missing Debian packages the tests need (needs root when any is missing)
 host-deps:
@@ -84,7 +85,7 @@ demo-serve:
 
 BUILD := $(CACHE)/build
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
-.PHONY: binaries images lab-host demo-up demo-down lab-e2e
+.PHONY: binaries images lab-host demo-up demo-down lab-e2e lab-smoke
 
 ## binaries: static manager, ptah and runner binaries into $(BUILD)
 binaries:
@@ -110,6 +111,11 @@ demo-down:
 ## lab-e2e: the lab up from nothing beside any other, checked, and down (root and Docker)
 lab-e2e: images
 	PTAH_LAB_E2E=1 $(GO) test -count=1 -timeout 90m -run TestLabUpAndDown -v ./demo/lab/
+
+## lab-smoke: on the lab, first-apply and failure-recovery recorded into a temporary recording, then
+## reproduce.sh failure-recovery; a lab this brought up is taken down again (root and Docker)
+lab-smoke: images
+	acceptance/smoke.sh
 
 ID ?= failure-recovery
 .PHONY: demo-reproduce
