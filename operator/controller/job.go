@@ -48,10 +48,17 @@ func ownedBy(s *v1alpha1.PtahSchema) []metav1.OwnerReference {
 func credentialName(c *v1alpha1.ActiveOperation) string { return "ptah-op-" + claimHex(c) }
 
 // credential is the operation-bound identity: a ServiceAccount whose Role may
-// only create PtahResultRecords. Deleting the three revokes its token.
+// only create PtahResultRecords. Deleting the three revokes its token. When
+// spec.execution.serviceAccountName names the owner's account (for the
+// database's workload identity), the Pod runs as that account and the Role is
+// bound to it for the operation alone: sa is nil, as the account is not ours
+// to create or delete.
 func credential(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
 	om := metav1.ObjectMeta{Name: credentialName(c), Namespace: s.Namespace, Labels: operationLabels(s, c), OwnerReferences: ownedBy(s)}
-	sa := &corev1.ServiceAccount{ObjectMeta: om, AutomountServiceAccountToken: ptr.To(false)}
+	var sa *corev1.ServiceAccount
+	if s.Spec.Execution.ServiceAccountName == "" {
+		sa = &corev1.ServiceAccount{ObjectMeta: om, AutomountServiceAccountToken: ptr.To(false)}
+	}
 	role := &rbacv1.Role{ObjectMeta: om, Rules: []rbacv1.PolicyRule{{
 		APIGroups: []string{v1alpha1.GroupVersion.Group},
 		Resources: []string{"ptahresultrecords"},
@@ -60,9 +67,17 @@ func credential(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*corev1.Se
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: om,
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: om.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: om.Name, Namespace: s.Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: podServiceAccount(s, c), Namespace: s.Namespace}},
 	}
 	return sa, role, rb
+}
+
+// podServiceAccount is the account the operation's Pod runs as.
+func podServiceAccount(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) string {
+	if n := s.Spec.Execution.ServiceAccountName; n != "" {
+		return n
+	}
+	return credentialName(c)
 }
 
 // operation is what the runner is told to do, in runner.EnvOperation.
@@ -188,7 +203,7 @@ func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.Executi
 				ObjectMeta: podMeta,
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
-					ServiceAccountName:           credentialName(c),
+					ServiceAccountName:           podServiceAccount(s, c),
 					AutomountServiceAccountToken: ptr.To(false),
 					EnableServiceLinks:           ptr.To(false),
 					SecurityContext: &corev1.PodSecurityContext{

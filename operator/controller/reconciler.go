@@ -297,6 +297,12 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 	if current, err := r.snapshot(ctx, s, c); !current || err != nil {
 		return reconcile.Result{Requeue: err == nil}, err
 	}
+	if f, err := r.missingServiceAccount(ctx, s); f != nil || err != nil {
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.failed(ctx, s, c, *f)
+	}
 	var plan []byte
 	if c.Type == v1alpha1.OperationApply {
 		var ok bool
@@ -333,6 +339,26 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionTrue, v1alpha1.ReasonApprovedPlan, fmt.Sprintf("applying plan %s", planRef(s)))
 	}
 	return reconcile.Result{}, r.save(ctx, s)
+}
+
+// missingServiceAccount is the configuration failure of a schema whose
+// spec.execution.serviceAccountName names no ServiceAccount: its Pod could
+// not be created, so no Job is made for it.
+func (r *SchemaReconciler) missingServiceAccount(ctx context.Context, s *v1alpha1.PtahSchema) (*failure, error) {
+	name := s.Spec.Execution.ServiceAccountName
+	if name == "" {
+		return nil, nil
+	}
+	var sa corev1.ServiceAccount
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: name}, &sa)
+	if apierrors.IsNotFound(err) {
+		return &failure{code: "service_account_missing", configuration: true, message: fmt.Sprintf(
+			"spec.execution.serviceAccountName names ServiceAccount %s/%s, which does not exist: create it, or remove the field so each operation runs as an account of its own", s.Namespace, name)}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read ServiceAccount %s/%s named by spec.execution.serviceAccountName: %w", s.Namespace, name, err)
+	}
+	return nil, nil
 }
 
 // record is the active claim's PtahResultRecord, or nil while there is none.

@@ -26,6 +26,9 @@ type failure struct {
 	detail *v1alpha1.OperationError
 	// quiet: a more specific Event than OperationFailed was already recorded.
 	quiet bool
+	// configuration: the spec or what it names cannot work, so the
+	// condition's reason is ConfigurationError rather than OperationFailed.
+	configuration bool
 }
 
 func (f failure) String() string { return f.code + ": " + f.message }
@@ -261,7 +264,11 @@ func (r *SchemaReconciler) failed(ctx context.Context, s *v1alpha1.PtahSchema, c
 		full += " (ptah: " + f.detail.Code + ": " + f.detail.Message + ")"
 	}
 	s.Status.LastFailure = &v1alpha1.Failure{Code: f.code, Message: full, Operation: c.Type, Time: metav1.Time{Time: now}}
-	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed, f.String())
+	reason := v1alpha1.ReasonOperationFailed
+	if f.configuration {
+		reason = v1alpha1.ReasonConfigurationError
+	}
+	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, reason, f.String())
 	if c.Type == v1alpha1.OperationResolve {
 		setCondition(s, v1alpha1.ConditionArtifactResolved, metav1.ConditionFalse, v1alpha1.ReasonResolveFailed, f.String())
 	}
@@ -345,7 +352,11 @@ func (r *SchemaReconciler) finish(ctx context.Context, s *v1alpha1.PtahSchema, c
 // RoleBinding, each owned by the schema.
 func (r *SchemaReconciler) issue(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) error {
 	sa, role, rb := credential(s, c)
-	for _, o := range []ctrl.Object{sa, role, rb} {
+	objs := []ctrl.Object{role, rb}
+	if sa != nil {
+		objs = append([]ctrl.Object{sa}, objs...)
+	}
+	for _, o := range objs {
 		if err := r.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
 		}
@@ -356,7 +367,11 @@ func (r *SchemaReconciler) issue(ctx context.Context, s *v1alpha1.PtahSchema, c 
 // revoke deletes the operation's credential, which invalidates its token.
 func (r *SchemaReconciler) revoke(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
 	sa, role, rb := credential(s, c)
-	for _, o := range []ctrl.Object{rb, role, sa} {
+	objs := []ctrl.Object{rb, role}
+	if sa != nil {
+		objs = append(objs, sa)
+	}
+	for _, o := range objs {
 		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
 			log.FromContext(ctx).Error(err, "revoke a result credential; the schema's owner reference removes it later", "name", o.GetName())
 		}

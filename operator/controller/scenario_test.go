@@ -7,6 +7,8 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -226,4 +228,93 @@ func TestFinishedOperationsArePruned(t *testing.T) {
 	if s := e.get("shop"); !condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged)(s) {
 		t.Errorf("after pruning: %s", conditions(s))
 	}
+}
+
+// TestServiceAccountNameRunsTheOperations: with spec.execution.serviceAccountName
+// every operation's Pod runs as the owner's account, the result credential is
+// bound to that account only while an operation runs, and the account itself
+// is left alone. The account has no permission of its own, so convergence
+// proves the runner wrote its results through the operation's binding.
+func TestServiceAccountNameRunsTheOperations(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	const identity = "shop-db-identity"
+	must(t, shared.c.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: identity, Namespace: e.ns}}))
+	e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Execution.ServiceAccountName = identity })
+	inSync(e)
+
+	jobs := e.jobs("")
+	if len(jobs) < 5 {
+		t.Fatalf("%d Jobs, want at least Resolve, Observe, Plan, Apply, Proof", len(jobs))
+	}
+	for _, j := range jobs {
+		if sa := j.Spec.Template.Spec.ServiceAccountName; sa != identity {
+			t.Errorf("Job %s runs as %q, want %q", j.Name, sa, identity)
+		}
+	}
+	var pods corev1.PodList
+	must(t, shared.c.List(ctx, &pods, client.InNamespace(e.ns)))
+	for _, p := range pods.Items {
+		if p.Spec.ServiceAccountName != identity {
+			t.Errorf("Pod %s ran as %q, want %q", p.Name, p.Spec.ServiceAccountName, identity)
+		}
+	}
+	var sas corev1.ServiceAccountList
+	must(t, shared.c.List(ctx, &sas, client.InNamespace(e.ns)))
+	if len(sas.Items) != 1 || sas.Items[0].Name != identity {
+		t.Errorf("service accounts %v, want only the owner's %s: none created per operation, the owner's kept", saNames(sas.Items), identity)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var rbs rbacv1.RoleBindingList
+		must(t, shared.c.List(ctx, &rbs, client.InNamespace(e.ns)))
+		if len(rbs.Items) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d RoleBindings remain after convergence (first binds %v): the credential was not revoked", len(rbs.Items), rbs.Items[0].Subjects)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// TestMissingServiceAccountIsAConfigurationError: naming an account that does
+// not exist creates no Job, the schema says why as ConfigurationError, and
+// creating the account lets the retry converge with no other change.
+func TestMissingServiceAccountIsAConfigurationError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const identity = "shop-db-identity"
+	e.schema(func(s *v1alpha1.PtahSchema) {
+		s.Spec.Execution.ServiceAccountName = identity
+		s.Spec.Execution.FailureRetryInterval = &metav1.Duration{Duration: 10 * time.Second}
+	})
+	s := e.await("shop", "ReconciliationFailed=True (ConfigurationError)", converge,
+		condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError))
+	c := findCondition(s, v1alpha1.ConditionReconciliationFailed)
+	if !strings.Contains(c.Message, "ServiceAccount "+e.ns+"/"+identity+", which does not exist") {
+		t.Errorf("the condition does not name the missing account: %q", c.Message)
+	}
+	if s.Status.Phase != v1alpha1.PhaseFailed {
+		t.Errorf("phase %s, want Failed", s.Status.Phase)
+	}
+	if n := len(e.jobs("")); n != 0 {
+		t.Errorf("%d Jobs were created for an account that does not exist", n)
+	}
+	ev := e.awaitEvent(v1alpha1.EventOperationFailed, 10*time.Second)
+	assertEvent(t, ev, "shop")
+	must(t, shared.c.Create(context.Background(), &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: identity, Namespace: e.ns}}))
+	s = inSync(e)
+	if !condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionFalse, v1alpha1.ReasonSucceeded)(s) {
+		t.Errorf("after the account was created: %s", conditions(s))
+	}
+}
+
+func saNames(items []corev1.ServiceAccount) []string {
+	var out []string
+	for _, sa := range items {
+		out = append(out, sa.Name)
+	}
+	return out
 }

@@ -183,7 +183,14 @@ type Execution struct {
 	// Resources of the Job's container.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
-	// ServiceAccountName the Job's Pod runs as; its token is never mounted.
+	// ServiceAccountName is an existing ServiceAccount the Job's Pod runs as,
+	// for a database that authenticates by workload identity. Its token is
+	// never automounted; the operation's result credential (a Role that may
+	// only create PtahResultRecords) is bound to it for that operation alone
+	// and revoked when it ends. Unset, each operation runs as a
+	// ServiceAccount of its own, created and deleted with it. A missing
+	// account is ReconciliationFailed=True (ConfigurationError), retried
+	// after failureRetryInterval.
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	// +optional
