@@ -67,7 +67,7 @@ func (l *Lab) Down(ctx context.Context, removeImages bool) error {
 		l.r.Printf("down: removed the built images %s", strings.Join(images, " "))
 		images = nil
 	}
-	remains := []string{l.binDir() + " (kubectl)", l.Cache + " (build cache)"}
+	remains := []string{l.binDir() + " (kubectl, kind)", l.Cache + " (build cache)"}
 	if len(images) > 0 {
 		remains = append(remains, "built images "+strings.Join(images, " ")+" (lab down -images removes them)")
 	}

@@ -87,6 +87,10 @@ func TestLabUpAndDown(t *testing.T) {
 		return out
 	}
 	cluster := lenv.Values["PTAH_LAB_CLUSTER"]
+	kind := filepath.Join(l.binDir(), "kind")
+	if out, err := l.r.Output(ctx, kind, "get", "clusters"); err != nil || !strings.Contains(out, cluster) {
+		t.Errorf("%s get clusters printed %q (%v), want the lab's cluster %s", kind, out, err, cluster)
+	}
 	postgresIP, err := l.d.IP(ctx, cluster+"-postgres", "kind")
 	if err != nil {
 		t.Fatal(err)
@@ -189,6 +193,9 @@ func TestLabUpAndDown(t *testing.T) {
 	t.Logf("lab down: %s", time.Since(start).Round(time.Second))
 	if ok, err := l.clusterExists(cluster); err != nil || ok {
 		t.Errorf("cluster %s still listed after down (%v)", cluster, err)
+	}
+	if out, err := l.r.Output(ctx, kind, "get", "clusters"); err != nil || strings.Contains(out, cluster) {
+		t.Errorf("after down, kind get clusters printed %q (%v)", out, err)
 	}
 	if left, _ := l.d.ContainersWithLabel(ctx, docker.LabelRun, runID); len(left) > 0 {
 		t.Errorf("containers left after down: %v", left)

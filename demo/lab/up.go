@@ -68,7 +68,7 @@ func (l *Lab) Up(ctx context.Context) error {
 		fn   func(context.Context, *state, *created) (string, error)
 	}{
 		{"images", l.upImages},
-		{"kubectl " + KubernetesVersion, l.upKubectl},
+		{"kubectl " + KubernetesVersion + " and kind " + KindVersion, l.upTools},
 		{"kind cluster", l.upCluster},
 		{"registry", l.upRegistry},
 		{"postgres", l.upPostgres},
@@ -179,21 +179,30 @@ func (l *Lab) upImages(ctx context.Context, s *state, _ *created) (string, error
 	return strings.Join(lines, "; "), nil
 }
 
-func (l *Lab) upKubectl(ctx context.Context, _ *state, _ *created) (string, error) {
-	src, err := l.builder().Kubectl(ctx)
-	if err != nil {
-		return "", err
+// upTools puts kubectl matching the cluster, and the kind command line, in
+// demo/.lab/bin, first on PATH for everything the lab and the scenarios run.
+func (l *Lab) upTools(ctx context.Context, _ *state, _ *created) (string, error) {
+	b := l.builder()
+	var done []string
+	for _, tool := range []struct {
+		build func(context.Context) (string, error)
+		dst   string
+	}{{b.Kubectl, l.kubectl()}, {b.Kind, filepath.Join(l.binDir(), "kind")}} {
+		src, err := tool.build(ctx)
+		if err != nil {
+			return "", err
+		}
+		if err := os.MkdirAll(l.binDir(), 0o755); err != nil {
+			return "", err
+		}
+		if !same(src, tool.dst) {
+			if _, err := l.r.Output(ctx, "install", "-m", "0755", src, tool.dst); err != nil {
+				return "", err
+			}
+		}
+		done = append(done, tool.dst)
 	}
-	if err := os.MkdirAll(l.binDir(), 0o755); err != nil {
-		return "", err
-	}
-	if same(src, l.kubectl()) {
-		return l.kubectl(), nil
-	}
-	if _, err := l.r.Output(ctx, "install", "-m", "0755", src, l.kubectl()); err != nil {
-		return "", err
-	}
-	return l.kubectl() + " (first on PATH for the lab)", nil
+	return strings.Join(done, ", ") + " (first on PATH for the lab)", nil
 }
 
 func same(a, b string) bool {

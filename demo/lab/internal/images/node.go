@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"ptah.run/operator/demo/kubebuild"
 	"ptah.run/operator/demo/lab/internal/run"
 )
 
@@ -33,6 +34,20 @@ func (b *Builder) Kubectl(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return filepath.Join(b.KubernetesBin(), "kubectl"), nil
+}
+
+// Kind builds the kind command line at the version the lab creates its
+// clusters with (the lab itself uses kind's Go library), so a reader can ask
+// `kind get clusters` without installing anything.
+func (b *Builder) Kind(ctx context.Context) (string, error) {
+	dir := filepath.Join(b.Cache, "kind-"+b.KindVersion)
+	if err := b.kube().Program(ctx, dir, kubebuild.Program{
+		Name: "kind", Module: "sigs.k8s.io/kind", Version: b.KindVersion,
+		Doc: "the kind command line", Imports: []string{"sigs.k8s.io/kind/cmd/kind/app"}, Main: "app.Main()",
+	}); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "kind"), nil
 }
 
 // Node returns the kind node image: kindest/node when present or pullable,
