@@ -151,8 +151,8 @@ func TestTranscriptDiff(t *testing.T) {
 		{Step: 1, Note: "Apply it.", Command: "kubectl apply \\\n  -f -", Output: []recording.Line{{Text: "ptahschema.operator.ptah.run/storefront created"}}},
 		{Step: 2, Note: "Read it.", Command: "kubectl get ptahs", Output: []recording.Line{{Text: "storefront   InSync   12s"}}},
 	}
-	same, differ := unifiedLines(transcript(pub), transcript(pub))
-	if differ || strings.ContainsAny(same[:1], "+-") {
+	same, differ, _ := unifiedLines(transcript(pub), transcript(pub))
+	if differ || strings.ContainsAny(same[:1], "+-~") {
 		t.Errorf("identical transcripts differ:\n%s", same)
 	}
 	if !strings.Contains(same, "\n $ kubectl get ptahs\n") || !strings.Contains(same, " >   -f -\n") {
@@ -161,17 +161,36 @@ func TestTranscriptDiff(t *testing.T) {
 	got := append([]recording.Event(nil), pub...)
 	got[0].Command = "cat step1-manifest.yaml \\\n  -f -"
 	got[1] = recording.Event{Step: 2, Note: "Read it.", Command: "kubectl get ptahs", Output: []recording.Line{{Text: "storefront   InSync   14s"}}}
-	diff, differ := unifiedLines(transcript(pub), transcript(got))
+	diff, differ, volatileOnly := unifiedLines(transcript(pub), transcript(got))
 	if !differ {
 		t.Fatal("different transcripts reported the same")
 	}
 	for _, want := range []string{
 		"-$ kubectl apply \\\n", "+$ cat step1-manifest.yaml \\\n",
-		"-storefront   InSync   12s\n", "+storefront   InSync   14s\n",
+		"~storefront   InSync   14s\n",
 		" # Read it.\n", " ptahschema.operator.ptah.run/storefront created\n",
 	} {
 		if !strings.Contains(diff, want) {
 			t.Errorf("diff lacks %q:\n%s", want, diff)
 		}
+	}
+	if volatileOnly != 1 {
+		t.Errorf("%d lines differ only in volatile values, want 1 (the age):\n%s", volatileOnly, diff)
+	}
+
+	// Generated names, digests and ages alone are no difference in substance.
+	got = append([]recording.Event(nil), pub...)
+	got[1] = recording.Event{Step: 2, Note: "Read it.", Command: "kubectl get ptahs", Output: []recording.Line{
+		{Text: "storefront   InSync   3m12s"},
+		{Text: "Proof Job ptah-proof-storefront-dd07ef68ab21539e started"},
+	}}
+	pub[1].Output = append(pub[1].Output, recording.Line{Text: "Proof Job ptah-proof-storefront-b64f95850e7fac5c started"})
+	diff, differ, volatileOnly = unifiedLines(transcript(pub), transcript(got))
+	if differ || volatileOnly != 2 {
+		t.Errorf("differ=%v with %d volatile-only lines, want no difference in substance and 2:\n%s", differ, volatileOnly, diff)
+	}
+	pub[1].Output[1].Text = "Plan Job ptah-plan-storefront-b64f95850e7fac5c started"
+	if _, differ, _ = unifiedLines(transcript(pub), transcript(got)); !differ {
+		t.Error("a Plan Job reported as a Proof Job is a difference in substance, reported as none")
 	}
 }

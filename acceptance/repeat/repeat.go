@@ -170,9 +170,14 @@ func Run(ctx context.Context, o Options, published Published, dir string, enviro
 	if err := recording.ScanText(runner.Secrets, "the reproduced transcript of "+p.Scenario.ID, text); err != nil {
 		return err
 	}
-	diff, differ := unifiedLines(transcript(pub.Events), text)
-	fmt.Fprintf(stdout, "\n--- published (%s, recorded %s)\n+++ reproduced (%s)\n%s", o.Recording, pub.RecordedAt, dir, diff)
-	if !differ {
+	diff, differ, volatileOnly := unifiedLines(transcript(pub.Events), text)
+	fmt.Fprintf(stdout, "\n--- published (%s, recorded %s)\n+++ reproduced (%s)\n~~~ reproduced, differing only in generated names, digests and ages\n%s", o.Recording, pub.RecordedAt, dir, diff)
+	switch {
+	case differ:
+		fmt.Fprintf(stdout, "(the transcripts differ: see the - and + lines; %d more differ only in generated names, digests and ages)\n", volatileOnly)
+	case volatileOnly > 0:
+		fmt.Fprintf(stdout, "(the transcripts are the same but for %d lines that differ only in generated names, digests and ages)\n", volatileOnly)
+	default:
 		fmt.Fprintln(stdout, "(the transcripts are the same)")
 	}
 	fmt.Fprintf(stdout, "\n%d claims held; the recording published %d\n", len(got.Checks), len(pub.Checks))

@@ -2,6 +2,7 @@ package repeat
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/sergi/go-diff/diffmatchpatch"
@@ -32,31 +33,68 @@ func transcript(events []recording.Event) string {
 	return b.String()
 }
 
+// volatile are the values a repetition prints differently by design:
+// generated names' hex suffixes, digests and ids, and ages or durations.
+var volatile = []*regexp.Regexp{
+	regexp.MustCompile(`[0-9a-f]{12,}`),
+	regexp.MustCompile(`\b(\d+(\.\d+)?(ms|s|m|h|d))+\b`),
+}
+
+// shape is a line with its volatile values masked.
+func shape(line string) string {
+	for _, re := range volatile {
+		line = re.ReplaceAllString(line, "…")
+	}
+	return line
+}
+
 // unifiedLines is a line diff of published against reproduced: " " for a
-// line both have, "-" for one only the published transcript has, "+" for
-// one only the repetition printed. It reports whether they differ.
-func unifiedLines(published, reproduced string) (string, bool) {
-	dmp := diffmatchpatch.New()
-	a, b, lines := dmp.DiffLinesToChars(published, reproduced)
-	diffs := dmp.DiffCharsToLines(dmp.DiffMain(a, b, false), lines)
-	var out strings.Builder
-	differ := false
-	for _, d := range diffs {
-		prefix := " "
-		switch d.Type {
-		case diffmatchpatch.DiffDelete:
-			prefix, differ = "-", true
-		case diffmatchpatch.DiffInsert:
-			prefix, differ = "+", true
+// line both have, "~" for a reproduced line that differs from the published
+// one only in volatile values, "-" for one only the published transcript
+// has, "+" for one only the repetition printed. It reports whether they
+// differ in substance, and how many lines differ only in volatile values.
+func unifiedLines(published, reproduced string) (diff string, differ bool, volatileOnly int) {
+	pub, rep := lines(published), lines(reproduced)
+	shapes := func(ls []string) string {
+		var b strings.Builder
+		for _, l := range ls {
+			b.WriteString(shape(l) + "\n")
 		}
-		for _, l := range strings.SplitAfter(d.Text, "\n") {
-			if l == "" {
-				continue
+		return b.String()
+	}
+	dmp := diffmatchpatch.New()
+	a, b, _ := dmp.DiffLinesToChars(shapes(pub), shapes(rep))
+	var out strings.Builder
+	i, j := 0, 0
+	// Each line is one rune of a and b, so a diff's length counts lines.
+	for _, d := range dmp.DiffMain(a, b, false) {
+		for range len([]rune(d.Text)) {
+			switch d.Type {
+			case diffmatchpatch.DiffEqual:
+				if pub[i] == rep[j] {
+					out.WriteString(" " + rep[j] + "\n")
+				} else {
+					out.WriteString("~" + rep[j] + "\n")
+					volatileOnly++
+				}
+				i, j = i+1, j+1
+			case diffmatchpatch.DiffDelete:
+				out.WriteString("-" + pub[i] + "\n")
+				i, differ = i+1, true
+			case diffmatchpatch.DiffInsert:
+				out.WriteString("+" + rep[j] + "\n")
+				j, differ = j+1, true
 			}
-			out.WriteString(prefix + strings.TrimSuffix(l, "\n") + "\n")
 		}
 	}
-	return out.String(), differ
+	return out.String(), differ, volatileOnly
+}
+
+func lines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	return strings.Split(strings.TrimSuffix(text, "\n"), "\n")
 }
 
 // Claim is one claim of a scenario, in the order the published table lists it.
