@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,8 +16,15 @@ import (
 
 // Finished Jobs and result records are kept a while so a person can read
 // what an operation did, then deleted so they do not pile up: a schema
-// re-reads its database every interval, one Job and record each time.
-const defaultRetention = time.Hour
+// re-reads its database every interval, one Job and record each time. Plans
+// that nothing names any more (not the current plan, not the applied one, no
+// approval) are kept as history, the newest PlanHistory of them; older ones
+// go after the same time: each change of the desired or live schema
+// publishes one.
+const (
+	defaultRetention   = time.Hour
+	defaultPlanHistory = 10
+)
 
 func (r *SchemaReconciler) retention() time.Duration {
 	if r.Retention > 0 {
@@ -55,6 +63,60 @@ func (r *SchemaReconciler) prune(ctx context.Context, s *v1alpha1.PtahSchema) {
 		rec := &recs.Items[i]
 		if rec.Name != active && rec.Spec.Subject.Kind == v1alpha1.KindPtahSchema && rec.Spec.Subject.Name == s.Name && rec.CreationTimestamp.Time.Before(cutoff) {
 			r.delete(ctx, rec)
+		}
+	}
+	r.prunePlans(ctx, s, cutoff)
+}
+
+func (r *SchemaReconciler) planHistory() int {
+	if r.PlanHistory > 0 {
+		return r.PlanHistory
+	}
+	return defaultPlanHistory
+}
+
+// prunePlans deletes s's plans older than cutoff that neither its status nor
+// any approval names, beyond the newest planHistory of them, so what is
+// current, what was approved and the recent changes stay readable.
+func (r *SchemaReconciler) prunePlans(ctx context.Context, s *v1alpha1.PtahSchema, cutoff time.Time) {
+	keep := map[string]bool{}
+	if p := s.Status.Plan; p != nil {
+		keep[p.Name] = true
+	}
+	if a := s.Status.Applied; a != nil && a.PlanFingerprint != "" {
+		keep[planName(s.Name, a.PlanFingerprint)] = true
+	}
+	var approvals v1alpha1.PtahSchemaApprovalList
+	if err := r.Client.List(ctx, &approvals, ctrl.InNamespace(s.Namespace)); err != nil {
+		log.FromContext(ctx).Error(err, "list approvals before pruning plans; plans are pruned at the next operation")
+		return
+	}
+	for _, a := range approvals.Items {
+		if a.Spec.SchemaName == s.Name {
+			keep[a.Spec.PlanName] = true
+		}
+	}
+	var plans v1alpha1.PtahSchemaPlanList
+	if err := r.Client.List(ctx, &plans, ctrl.InNamespace(s.Namespace), ctrl.MatchingLabels{runner.LabelSchema: s.Name}); err != nil {
+		log.FromContext(ctx).Error(err, "list plans to prune; they are pruned at the next operation")
+		return
+	}
+	var unnamed []*v1alpha1.PtahSchemaPlan
+	for i := range plans.Items {
+		if p := &plans.Items[i]; !keep[p.Name] && metav1.IsControlledBy(p, s) {
+			unnamed = append(unnamed, p)
+		}
+	}
+	sort.Slice(unnamed, func(i, j int) bool {
+		a, b := unnamed[i].CreationTimestamp.Time, unnamed[j].CreationTimestamp.Time
+		if a.Equal(b) {
+			return unnamed[i].Name > unnamed[j].Name
+		}
+		return a.After(b)
+	})
+	for i, p := range unnamed {
+		if i >= r.planHistory() && p.CreationTimestamp.Time.Before(cutoff) {
+			r.delete(ctx, p)
 		}
 	}
 }

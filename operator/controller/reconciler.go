@@ -50,6 +50,9 @@ type SchemaReconciler struct {
 	LeaseDuration time.Duration
 	// Retention is how long finished Jobs and result records are kept (default 1h).
 	Retention time.Duration
+	// PlanHistory is how many plans nothing names any more are kept per
+	// schema, newest first, past the retention (default 10).
+	PlanHistory int
 
 	now        func() time.Time
 	afterClaim func(context.Context, *v1alpha1.PtahSchema) error

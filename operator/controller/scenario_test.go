@@ -318,3 +318,71 @@ func saNames(items []corev1.ServiceAccount) []string {
 	}
 	return out
 }
+
+// TestPlansNothingNamesArePruned: past the retention, plans nothing names
+// (not the current or applied one, no approval) are kept only as the newest
+// PlanHistory of them; a plan an approval names is kept whatever its age.
+func TestPlansNothingNamesArePruned(t *testing.T) {
+	for _, approved := range []bool{false, true} {
+		name := "older unnamed plan pruned"
+		if approved {
+			name = "approved plan kept outside the history"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, func(o *envOption) {
+				o.reconcile = func(r *SchemaReconciler) { r.Retention, r.PlanHistory = time.Nanosecond, 1 }
+			})
+			e.schema()
+			proof := inSync(e).Status.Plan.Name
+			var firstChange string
+			for _, p := range e.plans() {
+				if p.Name != proof {
+					firstChange = p.Name
+				}
+			}
+			if firstChange == "" || len(e.plans()) != 2 {
+				t.Fatalf("after the first apply: plans %v, want the applied change and the proof %s", e.plans(), proof)
+			}
+			// Let the next plan be created a second later: creation times order the history.
+			time.Sleep(time.Second)
+			e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Desired.OCIRef = shared.refV2 })
+			blocked := e.await("shop", "Ready=False (PolicyBlocked)", converge, condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked))
+			abandoned := blocked.Status.Plan.Name
+			if approved {
+				approvalFor(e, "keep", abandoned, blocked.Status.Plan.Fingerprint)
+			}
+			e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Desired.OCIRef = shared.refV1 })
+			now := e.await("shop", "InSync=True (ScopedConverged) at the new generation", converge, func(s *v1alpha1.PtahSchema) bool {
+				c := findCondition(s, v1alpha1.ConditionInSync)
+				return c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonScopedConverged && c.ObservedGeneration == s.Generation
+			})
+			have := func() map[string]bool {
+				m := map[string]bool{}
+				for _, p := range e.plans() {
+					m[p.Name] = true
+				}
+				return m
+			}
+			// Unnamed: the first change, and the abandoned plan unless approved.
+			// The history keeps one: the abandoned plan, or the first change
+			// when the approval keeps the abandoned one.
+			want := map[string]bool{firstChange: approved, abandoned: true, now.Status.Plan.Name: true}
+			if approved {
+				// Nothing is to change: give the pruning after the proof its chance.
+				time.Sleep(3 * time.Second)
+			} else {
+				deadline := time.Now().Add(15 * time.Second)
+				for have()[firstChange] && time.Now().Before(deadline) {
+					time.Sleep(200 * time.Millisecond)
+				}
+			}
+			plans := have()
+			for p, kept := range want {
+				if plans[p] != kept {
+					t.Errorf("plan %s there: %v, want %v (first change %s, abandoned %s, current %s; plans %v)", p, plans[p], kept, firstChange, abandoned, now.Status.Plan.Name, plans)
+				}
+			}
+		})
+	}
+}
