@@ -152,3 +152,35 @@ func TestFailureRecoveryClaimsAreTheSeeds(t *testing.T) {
 		}
 	}
 }
+
+// The published session is compared as the repetition runs it: only the
+// steps that call the lab read their hand-over file instead, every other
+// command stays as published.
+func TestPublishedSessionIsComparedWithItsHandOvers(t *testing.T) {
+	pub, err := Load(Options{ID: "failure-recovery", Scenarios: "../../scenarios", Recording: "../../demo/recordings/runs.json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := pub.Recorded.Events
+	got := handedOver(events, pub.Plan)
+	if len(got) != len(events) {
+		t.Fatalf("%d events, want the published %d", len(got), len(events))
+	}
+	for i, e := range got {
+		if e.Step == 1 {
+			if !strings.HasPrefix(e.Command, "cat step1-manifest.yaml") || strings.Contains(e.Command, labCommand) {
+				t.Errorf("step 1 compared as %q, want it reading step1-manifest.yaml", e.Command)
+			}
+			if !strings.Contains(e.Command, "kubectl apply -f -") {
+				t.Errorf("step 1 lost the rest of its command: %q", e.Command)
+			}
+			if !strings.Contains(events[i].Command, labCommand) {
+				t.Errorf("the published events were changed in place: %q", events[i].Command)
+			}
+			continue
+		}
+		if e.Command != events[i].Command {
+			t.Errorf("step %d, which calls no lab, compared as %q, published %q", e.Step, e.Command, events[i].Command)
+		}
+	}
+}

@@ -170,8 +170,12 @@ func Run(ctx context.Context, o Options, published Published, dir string, enviro
 	if err := recording.ScanText(runner.Secrets, "the reproduced transcript of "+p.Scenario.ID, text); err != nil {
 		return err
 	}
-	diff, differ, volatileOnly := unifiedLines(transcript(pub.Events), text)
-	fmt.Fprintf(stdout, "\n--- published (%s, recorded %s)\n+++ reproduced (%s)\n~~~ reproduced, differing only in generated names, digests and ages\n%s", o.Recording, pub.RecordedAt, dir, diff)
+	diff, differ, volatileOnly := unifiedLines(transcript(handedOver(pub.Events, p)), text)
+	fmt.Fprintf(stdout, "\n--- published (%s, recorded %s)\n+++ reproduced (%s)\n~~~ reproduced, differing only in generated names, digests and ages\n", o.Recording, pub.RecordedAt, dir)
+	for _, h := range p.HandOvers {
+		fmt.Fprintf(stdout, "(step %d: the published %s is compared as the file the lab handed over, %s)\n", h.Step, h.Call, h.File)
+	}
+	fmt.Fprint(stdout, diff)
 	switch {
 	case differ:
 		fmt.Fprintf(stdout, "(the transcripts differ: see the - and + lines; %d more differ only in generated names, digests and ages)\n", volatileOnly)
@@ -182,6 +186,23 @@ func Run(ctx context.Context, o Options, published Published, dir string, enviro
 	}
 	fmt.Fprintf(stdout, "\n%d claims held; the recording published %d\n", len(got.Checks), len(pub.Checks))
 	return nil
+}
+
+// handedOver is the published session with each step that calls the lab
+// written as the repetition runs it, reading the hand-over's file instead:
+// the one change a repetition makes, so it is not reported as a difference.
+func handedOver(events []recording.Event, p Plan) []recording.Event {
+	steps := map[int]bool{}
+	for _, h := range p.HandOvers {
+		steps[h.Step] = true
+	}
+	out := append([]recording.Event(nil), events...)
+	for i, e := range out {
+		if steps[e.Step] && e.Step >= 1 && e.Step <= len(p.Scenario.Steps) {
+			out[i].Command = p.Scenario.Steps[e.Step-1].Run
+		}
+	}
+	return out
 }
 
 // cleanRoom refuses a directory that holds the lab or the recorder, an

@@ -33,19 +33,23 @@ func transcript(events []recording.Event) string {
 	return b.String()
 }
 
-// volatile are the values a repetition prints differently by design:
-// generated names' hex suffixes, digests and ids, and ages or durations.
-var volatile = []*regexp.Regexp{
-	regexp.MustCompile(`[0-9a-f]{12,}`),
-	regexp.MustCompile(`\b(\d+(\.\d+)?(ms|s|m|h|d))+\b`),
-}
+// Values a repetition prints differently by design: generated names' hex
+// suffixes, digests and ids (seven or more hex digits, one a number, so a
+// suffix cut short by `head -c` counts too), and ages or durations.
+var (
+	hexRun   = regexp.MustCompile(`\b[0-9a-f]{7,}\b`)
+	duration = regexp.MustCompile(`\b(\d+(\.\d+)?(ms|s|m|h|d))+\b`)
+)
 
 // shape is a line with its volatile values masked.
 func shape(line string) string {
-	for _, re := range volatile {
-		line = re.ReplaceAllString(line, "…")
-	}
-	return line
+	line = hexRun.ReplaceAllStringFunc(line, func(h string) string {
+		if strings.ContainsAny(h, "0123456789") {
+			return "…"
+		}
+		return h
+	})
+	return duration.ReplaceAllString(line, "…")
 }
 
 // unifiedLines is a line diff of published against reproduced: " " for a
