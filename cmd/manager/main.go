@@ -5,6 +5,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"strings"
 	"time"
@@ -25,6 +26,7 @@ func main() {
 	var (
 		image, ptahVersion, metricsAddr, probeAddr, plainHTTP string
 		leaderElect                                           bool
+		planHistory                                           int
 		resultTimeout, leaseDuration, retention               time.Duration
 	)
 	flag.StringVar(&image, "executor-image", "ptah-executor:dev", "image of the Jobs' runner and ptah")
@@ -33,12 +35,17 @@ func main() {
 	flag.DurationVar(&resultTimeout, "result-read-timeout", 15*time.Second, "time bound of a result record read, and of its arrival after the Job completed")
 	flag.DurationVar(&leaseDuration, "database-lease-duration", time.Minute, "how long the per-database Lease guarding Plan and Apply holds unrenewed")
 	flag.DurationVar(&retention, "history-retention", time.Hour, "how long finished Jobs and result records are kept before they are deleted")
+	flag.IntVar(&planHistory, "plan-history", 10, "how many plans nothing names any more are kept per schema past the retention (at least 1)")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one manager reconciles")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "metrics endpoint address (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if planHistory < 1 {
+		fmt.Fprintf(os.Stderr, "manager: --plan-history=%d: must be at least 1 (the default is 10)\n", planHistory)
+		os.Exit(2)
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("manager")
 
@@ -64,7 +71,7 @@ func main() {
 	}
 	b := controller.Binding{ExecutorImage: image, PtahVersion: ptahVersion, Protocol: runner.ProtocolVersion}
 	r := controller.New(mgr, b, hosts)
-	r.ResultTimeout, r.LeaseDuration, r.Retention = resultTimeout, leaseDuration, retention
+	r.ResultTimeout, r.LeaseDuration, r.Retention, r.PlanHistory = resultTimeout, leaseDuration, retention, planHistory
 	if err := r.SetupWithManager(mgr); err != nil {
 		log.Error(err, "set up the PtahSchema controller")
 		os.Exit(1)
