@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ptah.run/operator/cmd/internal/flags"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/describe"
 )
@@ -53,7 +54,7 @@ func run(args []string, stdout io.Writer) error {
 		fs.StringVar(&output, "output", describe.FormatText, "output: text, sql or json")
 		fs.BoolVar(&applied, "applied", false, "the plan last proved applied instead of the current one")
 	}
-	positional, err := parseInterleaved(fs, args[1:])
+	positional, err := flags.ParseInterleaved(fs, args[1:])
 	if err != nil {
 		return err
 	}
@@ -88,20 +89,4 @@ func run(args []string, stdout io.Writer) error {
 		return r.Plan(ctx, stdout, positional[0], applied, output)
 	}
 	return r.Status(ctx, stdout, positional[0], time.Now())
-}
-
-// parseInterleaved parses flags wherever they stand among the arguments, as
-// kubectl does ("plan orders -o sql" and "plan -o sql orders").
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }

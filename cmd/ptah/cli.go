@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"ptah.run/operator/cmd/internal/flags"
 	"ptah.run/operator/operator/artifact"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
@@ -53,7 +54,7 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	asJSON := fs.Bool("json", false, "print the result as one line of JSON on stdout")
 	act := cmd.setup(fs)
-	args, err := parseInterleaved(fs, rest)
+	args, err := flags.ParseInterleaved(fs, rest)
 	if err != nil {
 		return finish(stdout, stderr, name, hasJSONFlag(argv), nil, false, report.Errorf(report.Usage, "%v", err))
 	}
@@ -90,22 +91,6 @@ func hasJSONFlag(argv []string) bool {
 		}
 	}
 	return false
-}
-
-// parseInterleaved accepts positional arguments before, between and after
-// flags, as in "schema push REF --schema-file F".
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }
 
 // finish prints the outcome: the JSON document on stdout with --json, else

@@ -182,6 +182,9 @@ func (l *Lab) upImages(ctx context.Context, s *state, _ *created) (string, error
 // upTools puts kubectl matching the cluster, and the kind command line, in
 // demo/.lab/bin, first on PATH for everything the lab and the scenarios run.
 func (l *Lab) upTools(ctx context.Context, _ *state, _ *created) (string, error) {
+	if err := os.MkdirAll(l.binDir(), 0o755); err != nil {
+		return "", err
+	}
 	b := l.builder()
 	var done []string
 	for _, tool := range []struct {
@@ -190,9 +193,6 @@ func (l *Lab) upTools(ctx context.Context, _ *state, _ *created) (string, error)
 	}{{b.Kubectl, l.kubectl()}, {b.Kind, filepath.Join(l.binDir(), "kind")}} {
 		src, err := tool.build(ctx)
 		if err != nil {
-			return "", err
-		}
-		if err := os.MkdirAll(l.binDir(), 0o755); err != nil {
 			return "", err
 		}
 		if !same(src, tool.dst) {

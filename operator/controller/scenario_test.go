@@ -50,10 +50,8 @@ func TestSpecChangeIsProvedByAFreshPlan(t *testing.T) {
 	e.await("shop", "InSync=True (ScopedConverged)", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
 	plans := len(e.jobs("ptah-plan-shop-")) + len(e.jobs("ptah-proof-shop-"))
 	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Policy.ProtectedTables = []string{"audit_log"} })
-	s := e.await("shop", "InSync=True (ScopedConverged) at the new generation", converge, func(s *v1alpha1.PtahSchema) bool {
-		c := findCondition(s, v1alpha1.ConditionInSync)
-		return c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonScopedConverged && c.ObservedGeneration == s.Generation
-	})
+	// condition (through inSync) requires the condition at the current generation.
+	s := inSync(e)
 	if s.Generation < 2 {
 		t.Fatalf("generation %d: the spec change did not land", s.Generation)
 	}
@@ -353,10 +351,7 @@ func TestPlansNothingNamesArePruned(t *testing.T) {
 				approvalFor(e, "keep", abandoned, blocked.Status.Plan.Fingerprint)
 			}
 			e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Desired.OCIRef = shared.refV1 })
-			now := e.await("shop", "InSync=True (ScopedConverged) at the new generation", converge, func(s *v1alpha1.PtahSchema) bool {
-				c := findCondition(s, v1alpha1.ConditionInSync)
-				return c.Status == metav1.ConditionTrue && c.Reason == v1alpha1.ReasonScopedConverged && c.ObservedGeneration == s.Generation
-			})
+			now := inSync(e)
 			have := func() map[string]bool {
 				m := map[string]bool{}
 				for _, p := range e.plans() {
