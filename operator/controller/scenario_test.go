@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -168,10 +167,14 @@ func findCondition(s *v1alpha1.PtahSchema, typ string) metav1.Condition {
 	return metav1.Condition{}
 }
 
-func names(jobs []batchv1.Job) []string {
+// names lists the names of a list's items (Jobs, ServiceAccounts, ...).
+func names[T any, P interface {
+	*T
+	GetName() string
+}](items []T) []string {
 	var out []string
-	for _, j := range jobs {
-		out = append(out, j.Name)
+	for i := range items {
+		out = append(out, P(&items[i]).GetName())
 	}
 	return out
 }
@@ -261,7 +264,7 @@ func TestServiceAccountNameRunsTheOperations(t *testing.T) {
 	var sas corev1.ServiceAccountList
 	must(t, shared.c.List(ctx, &sas, client.InNamespace(e.ns)))
 	if len(sas.Items) != 1 || sas.Items[0].Name != identity {
-		t.Errorf("service accounts %v, want only the owner's %s: none created per operation, the owner's kept", saNames(sas.Items), identity)
+		t.Errorf("service accounts %v, want only the owner's %s: none created per operation, the owner's kept", names(sas.Items), identity)
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -307,14 +310,6 @@ func TestMissingServiceAccountIsAConfigurationError(t *testing.T) {
 	if !condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionFalse, v1alpha1.ReasonSucceeded)(s) {
 		t.Errorf("after the account was created: %s", conditions(s))
 	}
-}
-
-func saNames(items []corev1.ServiceAccount) []string {
-	var out []string
-	for _, sa := range items {
-		out = append(out, sa.Name)
-	}
-	return out
 }
 
 // TestPlansNothingNamesArePruned: past the retention, plans nothing names
