@@ -48,7 +48,8 @@ func ownedBy(s *v1alpha1.PtahSchema) []metav1.OwnerReference {
 func credentialName(c *v1alpha1.ActiveOperation) string { return "ptah-op-" + claimHex(c) }
 
 // credential is the operation-bound identity: a ServiceAccount whose Role may
-// only create PtahResultRecords. Deleting the three revokes its token. When
+// only create PtahResultRecords and, for an Apply, get the one plan it
+// applies. Deleting the three revokes its token. When
 // spec.execution.serviceAccountName names the owner's account (for the
 // database's workload identity), the Pod runs as that account and the Role is
 // bound to it for the operation alone: sa is nil, as the account is not ours
@@ -64,6 +65,14 @@ func credential(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*corev1.Se
 		Resources: []string{"ptahresultrecords"},
 		Verbs:     []string{"create"},
 	}}}
+	if p := s.Status.Plan; c.Type == v1alpha1.OperationApply && p != nil {
+		role.Rules = append(role.Rules, rbacv1.PolicyRule{
+			APIGroups:     []string{v1alpha1.GroupVersion.Group},
+			Resources:     []string{"ptahschemaplans"},
+			ResourceNames: []string{p.Name},
+			Verbs:         []string{"get"},
+		})
+	}
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: om,
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: om.Name},
@@ -88,6 +97,7 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 		Digest:     c.CoordinationDigest,
 		Namespace:  s.Namespace,
 		Schema:     s.Name,
+		SchemaUID:  string(s.UID),
 		RecordName: c.JobName,
 		OCIRef:     s.Spec.Desired.OCIRef,
 		PlainHTTP:  plainHTTP,
@@ -99,6 +109,9 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 	case v1alpha1.OperationPlan, v1alpha1.OperationProof:
 		op.ProtectedTables = s.Spec.Policy.ProtectedTables
 	case v1alpha1.OperationApply:
+		if p := s.Status.Plan; p != nil {
+			op.Plan, op.PlanDigest = p.Name, p.Digest
+		}
 		op.AllowDestructive = s.Spec.Policy.AllowDestructive
 		if lt := s.Spec.Policy.LockTimeout; lt != nil {
 			op.LockTimeout = lt.Duration.String()
@@ -111,9 +124,9 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 }
 
 // job is the Job the manager dispatches for claim c, as this release builds it.
-func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plan []byte) *batchv1.Job {
+func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) *batchv1.Job {
 	op := operation(s, c, slices.Contains(r.PlainHTTP, registryHost(s.Spec.Desired.OCIRef)))
-	j := job(s, c, r.Binding.of(s), op, plan)
+	j := job(s, c, r.Binding.of(s), op)
 	if r.newRelease != nil {
 		r.newRelease(j)
 	}
@@ -121,15 +134,14 @@ func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperati
 }
 
 // templateDigest is the admission snapshot of claim c: a digest of the Pod
-// template its Job carries. An Apply's plan document is left out: the plan
-// is checked by its own digest when the Job is built.
+// template its Job carries.
 func (r *SchemaReconciler) templateDigest(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) string {
-	return "sha256:" + hexDigest(r.job(s, c, nil).Spec.Template)
+	return "sha256:" + hexDigest(r.job(s, c).Spec.Template)
 }
 
 // job is the Job that runs one operation. Secrets reach it only as
 // secretKeyRefs: the manager never reads them.
-func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.ExecutionBinding, op runner.Operation, plan []byte) *batchv1.Job {
+func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.ExecutionBinding, op runner.Operation) *batchv1.Job {
 	opJSON, err := json.Marshal(op)
 	if err != nil {
 		panic(err) // a plain struct
@@ -157,9 +169,6 @@ func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.Executi
 		env = append(env, corev1.EnvVar{Name: runner.EnvPolicy, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: pol.Name}, Key: policyKey,
 		}}})
-	}
-	if plan != nil {
-		env = append(env, corev1.EnvVar{Name: runner.EnvPlan, Value: string(plan)})
 	}
 
 	labels := operationLabels(s, c)

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -78,7 +79,8 @@ func (r *SchemaReconciler) acquire(ctx context.Context, s *v1alpha1.PtahSchema, 
 	}
 	if l == nil {
 		l = &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: leaseName(s), Namespace: s.Namespace, Labels: map[string]string{LabelManagedBy: ManagedBy}},
+			ObjectMeta: metav1.ObjectMeta{Name: leaseName(s), Namespace: s.Namespace, Labels: map[string]string{LabelManagedBy: ManagedBy},
+				OwnerReferences: []metav1.OwnerReference{leaseOwner(s)}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(c.ID), LeaseDurationSeconds: ptr.To(secs),
 				AcquireTime: &metav1.MicroTime{Time: now}, RenewTime: &metav1.MicroTime{Time: now}},
 		}
@@ -93,6 +95,9 @@ func (r *SchemaReconciler) acquire(ctx context.Context, s *v1alpha1.PtahSchema, 
 		left := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).Sub(now)
 		return min(max(time.Second, left), leaseRecheck), nil
 	}
+	if !slices.ContainsFunc(l.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == s.UID }) {
+		l.OwnerReferences = append(l.OwnerReferences, leaseOwner(s))
+	}
 	if h != c.ID {
 		l.Spec.HolderIdentity = ptr.To(c.ID)
 		l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
@@ -104,6 +109,29 @@ func (r *SchemaReconciler) acquire(ctx context.Context, s *v1alpha1.PtahSchema, 
 		return 0, fmt.Errorf("take the database Lease %s/%s: %w", s.Namespace, l.Name, err)
 	}
 	return 0, nil
+}
+
+// leaseOwner makes each schema that takes a database's lease one of its
+// owners: the lease is garbage-collected once every schema using it is gone.
+func leaseOwner(s *v1alpha1.PtahSchema) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindPtahSchema, Name: s.Name, UID: s.UID}
+}
+
+// reclaim takes the lease back for a running Apply whose hold lapsed (the
+// manager was away longer than the lease), where nobody else took it
+// meanwhile. The Apply is never stopped for the lapse.
+func (r *SchemaReconciler) reclaim(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) error {
+	l, err := r.readLease(ctx, s)
+	if err != nil {
+		return err
+	}
+	if l != nil && holder(l) != "" && holder(l) != c.ID && !expired(l, r.clock()) {
+		return nil // another operation holds it: the record's continuity check decides
+	}
+	warning(r.Events, s, v1alpha1.EventLeaseContinuityLost, "Coordinate",
+		"database lock ownership lapsed during Apply operation %s (%s); a running Apply is never stopped, so its Job runs on, the lease is taken back, and its result is proved by a fresh plan", c.JobName, why)
+	_, err = r.acquire(ctx, s, c)
+	return err
 }
 
 // renew extends the lease while c's Job runs. It reports a break: the lease

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +40,8 @@ func (r *SchemaReconciler) policyDigest(ctx context.Context, s *v1alpha1.PtahSch
 // invalidate retires a verification made under a policy that no longer
 // digests the same: the artifact and the plan computed from it are
 // verified again before anything applies them. An Apply already running
-// finishes first; its proof then meets the changed policy.
+// finishes first (the pipeline follows it before this runs); its proof then
+// meets the changed policy.
 func (r *SchemaReconciler) invalidate(ctx context.Context, s *v1alpha1.PtahSchema) (bool, error) {
 	src := s.Status.Source
 	if s.Spec.Desired.VerificationPolicyFrom == nil || src == nil || !src.Verified {
@@ -50,12 +50,6 @@ func (r *SchemaReconciler) invalidate(ctx context.Context, s *v1alpha1.PtahSchem
 	now, err := r.policyDigest(ctx, s)
 	if err != nil || now == src.PolicyDigest {
 		return false, err
-	}
-	if c := s.Status.ActiveOperation; c != nil && c.Type == v1alpha1.OperationApply {
-		err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &batchv1.Job{})
-		if err == nil || !apierrors.IsNotFound(err) {
-			return false, ctrl.IgnoreNotFound(err)
-		}
 	}
 	was := src.PolicyDigest
 	if now == "" {

@@ -84,6 +84,15 @@ func (r *SchemaReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
+	// A dispatched Apply runs to its end: spec edits (suspend included),
+	// binding changes, lease lapses and restarts wait for its result, and
+	// only then does the new generation start again from Resolve.
+	if running, err := r.applyRunning(ctx, s); running || err != nil {
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.follow(ctx, s)
+	}
 	if restarted, err := r.retire(ctx, s); restarted || err != nil {
 		return reconcile.Result{Requeue: err == nil}, err
 	}
@@ -97,6 +106,41 @@ func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema)
 		return r.hold(ctx, s)
 	}
 	return r.rest(ctx, s)
+}
+
+// applyRunning reports whether the active claim is an Apply whose Job was
+// created. A Job a manager created but stopped before recording is found by
+// its name and adopted, so a restart never mistakes it for an undispatched
+// claim and deletes it.
+func (r *SchemaReconciler) applyRunning(ctx context.Context, s *v1alpha1.PtahSchema) (bool, error) {
+	c := s.Status.ActiveOperation
+	if c == nil || c.Type != v1alpha1.OperationApply {
+		return false, nil
+	}
+	if c.JobUID != "" {
+		return true, nil
+	}
+	var j batchv1.Job
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &j)
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read Job %s/%s of the active Apply: %w", s.Namespace, c.JobName, err)
+	}
+	if !metav1.IsControlledBy(&j, s) {
+		return false, nil
+	}
+	c.JobUID = string(j.UID)
+	return true, nil
+}
+
+// outdated reports whether the spec or the execution binding changed since
+// the active claim was made: a running Apply's result is then recorded, but
+// the proof belongs to the new generation, which starts from Resolve.
+func (r *SchemaReconciler) outdated(s *v1alpha1.PtahSchema) bool {
+	b := r.Binding.of(s)
+	return s.Status.ObservedGeneration != s.Generation || s.Status.ExecutionBinding != nil && *s.Status.ExecutionBinding != b
 }
 
 // retire starts again from Resolve when the spec changed or the execution
@@ -140,7 +184,9 @@ func describeBinding(b v1alpha1.ExecutionBinding) string {
 	return fmt.Sprintf("{executor %s, ptah %s, runner %s, state %s}", b.ExecutorImage, b.PtahVersion, b.RunnerProtocol, b.ControllerStateVersion)
 }
 
-// discard drops the active claim: its Job (if dispatched) and its credential.
+// discard drops the active claim: its Job (if dispatched) and its
+// credential. It is never called for a dispatched Apply (see applyRunning);
+// an Apply claim discarded before its Job existed hands its approval back.
 func (r *SchemaReconciler) discard(ctx context.Context, s *v1alpha1.PtahSchema) {
 	c := s.Status.ActiveOperation
 	if c == nil {
@@ -150,7 +196,8 @@ func (r *SchemaReconciler) discard(ctx context.Context, s *v1alpha1.PtahSchema) 
 	r.revoke(ctx, s, c)
 	r.release(ctx, s, c)
 	if c.Type == v1alpha1.OperationApply {
-		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, "the Apply claim was discarded: its inputs changed")
+		r.returnApproval(ctx, s, c)
+		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, "the Apply claim was retired before its Job was created: its inputs changed")
 	}
 	s.Status.ActiveOperation = nil
 }
@@ -202,6 +249,18 @@ func (r *SchemaReconciler) claim(ctx context.Context, s *v1alpha1.PtahSchema, ty
 }
 
 func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) error {
+	if err := r.writeClaim(ctx, s, c, at); err != nil {
+		return err
+	}
+	if !at.IsZero() {
+		return nil
+	}
+	_, err := r.dispatch(ctx, s)
+	return err
+}
+
+// writeClaim records c as the active claim, to be dispatched at at (now when zero).
+func (r *SchemaReconciler) writeClaim(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) error {
 	s.Status.ActiveOperation = c
 	c.PodTemplateDigest = r.templateDigest(s, c)
 	s.Status.NextReconciliationTime = nil
@@ -216,11 +275,7 @@ func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, 
 			return err
 		}
 	}
-	if !at.IsZero() {
-		return nil
-	}
-	_, err := r.dispatch(ctx, s)
-	return err
+	return nil
 }
 
 // follow resumes the active claim: consume its result, create its Job if it
@@ -228,6 +283,9 @@ func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, 
 func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
 	c := s.Status.ActiveOperation
 	rec, err := r.record(ctx, r.Client, s, c)
+	if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
+		return r.foreign(ctx, s, c, bad)
+	}
 	if err != nil {
 		return r.readFailed(ctx, s, c, err)
 	}
@@ -236,6 +294,13 @@ func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (
 	}
 	var j batchv1.Job
 	err = r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &j)
+	if apierrors.IsNotFound(err) && c.JobUID != "" {
+		// The cache may lag the Job's creation: only the API server may say it is gone.
+		err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &j)
+		if apierrors.IsNotFound(err) {
+			return r.vanished(ctx, s, c)
+		}
+	}
 	if apierrors.IsNotFound(err) {
 		return r.dispatch(ctx, s)
 	}
@@ -245,7 +310,11 @@ func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (
 	if finished, at := jobFinished(&j); finished {
 		// The cache may not hold a record the runner wrote just before it
 		// exited: ask the API server before deciding there is none.
-		if rec, err = r.record(ctx, r.APIReader, s, c); err != nil {
+		rec, err = r.record(ctx, r.APIReader, s, c)
+		if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
+			return r.foreign(ctx, s, c, bad)
+		}
+		if err != nil {
 			return r.readFailed(ctx, s, c, err)
 		}
 		if rec != nil {
@@ -258,7 +327,14 @@ func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (
 		if err != nil {
 			return reconcile.Result{}, err
 		}
-		if lost != "" {
+		if lost != "" && c.Type == v1alpha1.OperationApply {
+			// The manager never stops a running Apply: it takes the lease
+			// back where nobody else holds it, and the continuity check
+			// when the record arrives decides what its result proves.
+			if err := r.reclaim(ctx, s, c, lost); err != nil {
+				return reconcile.Result{}, err
+			}
+		} else if lost != "" {
 			r.deleteJob(ctx, s, c)
 			return reconcile.Result{}, r.leaseLost(ctx, s, c, lost)
 		}
@@ -306,11 +382,8 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 		}
 		return r.failed(ctx, s, c, *f)
 	}
-	var plan []byte
 	if c.Type == v1alpha1.OperationApply {
-		var ok bool
-		var err error
-		if plan, ok, err = r.applyInputs(ctx, s, c); !ok || err != nil {
+		if ok, err := r.applyInputs(ctx, s, c); !ok || err != nil {
 			return reconcile.Result{Requeue: err == nil && s.Status.ActiveOperation != nil}, err
 		}
 	}
@@ -325,15 +398,20 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 			"issuing the result credential %s for %s operation %s failed, retrying in %s: %v", credentialName(c), runnerOp(c.Type), c.JobName, credentialRetry, err)
 		return reconcile.Result{RequeueAfter: credentialRetry}, nil
 	}
-	err := r.Client.Create(ctx, r.job(s, c, plan))
+	j := r.job(s, c)
+	err := r.Client.Create(ctx, j)
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		// A manager before this one created it: this is a resume, not a start.
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, j); err != nil {
+			return reconcile.Result{}, fmt.Errorf("read Job %s/%s for the %s operation: %w", s.Namespace, c.JobName, runnerOp(c.Type), err)
+		}
 	case err != nil:
 		return reconcile.Result{}, fmt.Errorf("create Job %s/%s for the %s operation: %w", s.Namespace, c.JobName, runnerOp(c.Type), err)
 	default:
 		normal(r.Events, s, v1alpha1.EventOperationStarted, "Dispatch", "%s Job %s started", c.Type, c.JobName)
 	}
+	c.JobUID = string(j.UID)
 	now := metav1.Time{Time: r.clock()}
 	s.Status.Phase = phaseOf(c.Type)
 	s.Status.LastAttemptTime = &now
@@ -364,9 +442,21 @@ func (r *SchemaReconciler) missingServiceAccount(ctx context.Context, s *v1alpha
 	return nil, nil
 }
 
+// foreignRecord is a record under the claim's name that is not the
+// operation's result: another operation's, or one its own Pod did not write.
+type foreignRecord struct {
+	rec *v1alpha1.PtahResultRecord
+	why string
+}
+
+func (f *foreignRecord) Error() string {
+	return fmt.Sprintf("PtahResultRecord %s/%s is not this operation's result: %s", f.rec.Namespace, f.rec.Name, f.why)
+}
+
 // record is the active claim's PtahResultRecord, or nil while there is none.
-// A record under the claim's name that names another operation or digest is
-// not this operation's result: it is refused, never consumed.
+// A record is the operation's result only when it echoes the claim and was
+// created, as admission stamped it, by the operation's own account from a
+// Pod of the claim's Job; any other is a *foreignRecord, never consumed.
 func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
 	var rec v1alpha1.PtahResultRecord
 	ctx, cancel := context.WithTimeout(ctx, r.resultTimeout())
@@ -380,10 +470,113 @@ func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alph
 	}
 	if rec.Spec.OperationID != c.ID || rec.Spec.Digest != c.CoordinationDigest ||
 		rec.Spec.Subject.Kind != v1alpha1.KindPtahSchema || rec.Spec.Subject.Name != s.Name {
-		return nil, fmt.Errorf("PtahResultRecord %s/%s does not carry the active operation's id and digest (it names operation %q); it is not consumed",
-			s.Namespace, rec.Name, rec.Spec.OperationID)
+		return nil, &foreignRecord{&rec, fmt.Sprintf("it names operation %q of %s %s, not the active operation's id and digest",
+			rec.Spec.OperationID, rec.Spec.Subject.Kind, rec.Spec.Subject.Name)}
+	}
+	why, err := r.creatorMismatch(ctx, s, c, &rec)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		return nil, &foreignRecord{&rec, why}
 	}
 	return &rec, nil
+}
+
+// creatorMismatch says why rec's admission stamp does not name the
+// operation's account and a Pod of its Job, or "".
+func (r *SchemaReconciler) creatorMismatch(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (string, error) {
+	by := rec.CreatedBy
+	account := "system:serviceaccount:" + s.Namespace + ":" + podServiceAccount(s, c)
+	switch {
+	case by == nil:
+		return "it carries no creator stamped by admission (install the record admission policies of operator/config/admission)", nil
+	case by.Username != account:
+		return fmt.Sprintf("it was created by %q, not by the operation's account %s", by.Username, account), nil
+	case by.PodName == "" || by.PodUID == "":
+		return fmt.Sprintf("it was created by %s with a token bound to no Pod", by.Username), nil
+	}
+	var pod corev1.Pod
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: by.PodName}, &pod)
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("the Pod %s that created it no longer exists, so nothing shows it ran Job %s", by.PodName, c.JobName), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read Pod %s/%s that created PtahResultRecord %s: %w", s.Namespace, by.PodName, rec.Name, err)
+	}
+	owner := metav1.GetControllerOf(&pod)
+	switch {
+	case string(pod.UID) != by.PodUID:
+		return fmt.Sprintf("it was created from an earlier Pod named %s", by.PodName), nil
+	case owner == nil || owner.Kind != "Job" || owner.Name != c.JobName || c.JobUID != "" && string(owner.UID) != c.JobUID:
+		return fmt.Sprintf("it was created from Pod %s, which is not a Pod of Job %s", by.PodName, c.JobName), nil
+	}
+	return "", nil
+}
+
+// foreign refuses a record that is not the operation's result, once per
+// record, and claims the operation again under a new name so nothing
+// waits on the taken one. A running Apply is not claimed again: its Job
+// runs to its end, and since its own record cannot be written under the
+// taken name, its outcome is then unknown and read back read-only.
+func (r *SchemaReconciler) foreign(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, bad *foreignRecord) (reconcile.Result, error) {
+	if !r.refusals[bad.rec.UID] {
+		if r.refusals == nil {
+			r.refusals = map[types.UID]bool{}
+		}
+		r.refusals[bad.rec.UID] = true
+		next := "the operation is claimed again under a new name"
+		if c.Type == v1alpha1.OperationApply && c.JobUID != "" {
+			next = "the running Apply Job runs to its end, and its outcome is then read back read-only"
+		}
+		warning(r.Events, s, v1alpha1.EventResultReadFailed, "ReadResult",
+			"%s operation %s: %v; it is not consumed, and %s", runnerOp(c.Type), c.JobName, bad, next)
+	}
+	if c.Type == v1alpha1.OperationApply && c.JobUID != "" {
+		var j batchv1.Job
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &j)
+		if apierrors.IsNotFound(err) {
+			return r.vanished(ctx, s, c)
+		}
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("read Job %s/%s of the active Apply: %w", s.Namespace, c.JobName, err)
+		}
+		if finished, _ := jobFinished(&j); finished {
+			return r.outcomeUnknown(ctx, s, c, fmt.Sprintf("Apply Job %s ended, and the record under its name is not its result", c.JobName), v1alpha1.ReasonJobCompleted)
+		}
+		return reconcile.Result{RequeueAfter: r.leaseDuration() / 3}, nil
+	}
+	r.deleteJob(ctx, s, c)
+	r.revoke(ctx, s, c)
+	r.release(ctx, s, c)
+	next := newClaim(s, c.Type, c.Attempt, r.Binding.of(s), r.clock())
+	if c.Approval != "" {
+		r.returnApproval(ctx, s, c)
+		next.Approval = c.Approval
+	}
+	return reconcile.Result{}, r.claimOp(ctx, s, next, time.Time{})
+}
+
+// vanished settles a dispatched claim whose Job is gone with no record:
+// deleted by hand or by a namespace's cleanup, or lost with its node.
+func (r *SchemaReconciler) vanished(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (reconcile.Result, error) {
+	msg := fmt.Sprintf("Job %s was deleted before it delivered a result record", c.JobName)
+	if c.Type == v1alpha1.OperationApply {
+		return r.outcomeUnknown(ctx, s, c, msg, v1alpha1.ReasonApplyOutcomeUnknown)
+	}
+	return r.failed(ctx, s, c, failure{code: "job_deleted", message: msg})
+}
+
+// outcomeUnknown records that an Apply ended with no result to say whether
+// it changed the database, and observes the database read-only.
+func (r *SchemaReconciler) outcomeUnknown(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, msg, applying string) (reconcile.Result, error) {
+	warning(r.Events, s, v1alpha1.EventApplyOutcomeUnknown, "ReadResult",
+		"%s, so whether it changed the database is unknown; observing the database read-only", msg)
+	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonApplyOutcomeUnknown, msg)
+	setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, applying, msg)
+	s.Status.LastFailure = &v1alpha1.Failure{Code: "apply_outcome_unknown", Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
+	s.Status.Phase = v1alpha1.PhaseObserving
+	return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
 }
 
 func (r *SchemaReconciler) readFailed(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, err error) (reconcile.Result, error) {
@@ -427,14 +620,7 @@ func (r *SchemaReconciler) noResult(ctx context.Context, s *v1alpha1.PtahSchema,
 		}
 	}
 	if c.Type == v1alpha1.OperationApply {
-		warning(r.Events, s, v1alpha1.EventApplyOutcomeUnknown, "ReadResult",
-			"Apply Job %s ended with no result record, so whether it changed the database is unknown; observing the database read-only", c.JobName)
-		msg := fmt.Sprintf("Apply Job %s ended with no result record", c.JobName)
-		setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonApplyOutcomeUnknown, msg)
-		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, msg)
-		s.Status.LastFailure = &v1alpha1.Failure{Code: "apply_outcome_unknown", Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
-		s.Status.Phase = v1alpha1.PhaseObserving
-		return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
+		return r.outcomeUnknown(ctx, s, c, fmt.Sprintf("Apply Job %s ended with no result record", c.JobName), v1alpha1.ReasonJobCompleted)
 	}
 	if failed != nil {
 		return r.failed(ctx, s, c, failure{code: "job_failed", message: fmt.Sprintf("Job %s failed (%s): %s", c.JobName, failed.Reason, failed.Message)})

@@ -54,6 +54,13 @@ func (r *SchemaReconciler) consume(ctx context.Context, s *v1alpha1.PtahSchema, 
 	case v1alpha1.OperationPlan, v1alpha1.OperationProof:
 		return r.planned(ctx, s, c, res)
 	case v1alpha1.OperationApply:
+		if r.outdated(s) {
+			// The proof belongs to the generation the spec now has.
+			setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, fmt.Sprintf(
+				"plan %s applied; the spec or execution binding changed while it ran, so the schema is read again from Resolve and proved by a fresh plan", planRef(s)))
+			_, err := r.finish(ctx, s, c, "", 0, time.Time{})
+			return reconcile.Result{Requeue: err == nil}, err
+		}
 		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, fmt.Sprintf("plan %s applied; proving convergence with a fresh plan", planRef(s)))
 		return r.finish(ctx, s, c, v1alpha1.OperationProof, 1, time.Time{})
 	}
@@ -435,14 +442,68 @@ func (r *SchemaReconciler) awaitApproval(ctx context.Context, s *v1alpha1.PtahSc
 		setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval, msg)
 		return reconcile.Result{}, r.save(ctx, s)
 	}
+	// The claim names the approval before the approval is marked consumed,
+	// and dispatch completes the marking: whichever write a conflict or a
+	// crash interrupts, no approval ends up consumed by no claim.
 	next := newClaim(s, v1alpha1.OperationApply, 1, r.Binding.of(s), r.clock())
-	if err := r.annotate(ctx, accepted, AnnotationConsumedBy, next.ID); err != nil {
+	next.Approval = accepted.Name
+	setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonApproved,
+		fmt.Sprintf("approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, s.Status.Plan.Name))
+	if err := r.writeClaim(ctx, s, next, time.Time{}); err != nil {
 		return reconcile.Result{}, err
 	}
 	normal(r.Events, s, v1alpha1.EventApprovalAccepted, "Gate", "approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, s.Status.Plan.Name)
-	setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonApproved,
-		fmt.Sprintf("approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, s.Status.Plan.Name))
-	return reconcile.Result{}, r.claimOp(ctx, s, next, time.Time{})
+	return r.dispatch(ctx, s)
+}
+
+// consumeApproval marks the approval Apply claim c names as consumed by it,
+// unless it already is. It returns why the approval cannot be consumed, or "".
+func (r *SchemaReconciler) consumeApproval(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (string, error) {
+	if c.Approval == "" {
+		return "no approval is recorded for the claim", nil
+	}
+	var a v1alpha1.PtahSchemaApproval
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.Approval}, &a)
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("approval %s is gone", c.Approval), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read PtahSchemaApproval %s/%s: %w", s.Namespace, c.Approval, err)
+	}
+	by := a.Annotations[AnnotationConsumedBy]
+	switch {
+	case !a.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("approval %s is being deleted", a.Name), nil
+	case a.Spec.SchemaName != s.Name || a.Spec.PlanName != planRef(s) || s.Status.Plan == nil || a.Spec.PlanFingerprint != s.Status.Plan.Fingerprint:
+		return fmt.Sprintf("approval %s no longer names plan %s", a.Name, planRef(s)), nil
+	case a.ApprovedBy == nil || a.ApprovedBy.Username == "":
+		return fmt.Sprintf("approval %s has no approver stamped by admission", a.Name), nil
+	case by == c.ID:
+		return "", nil
+	case by != "":
+		return fmt.Sprintf("approval %s was consumed by another operation", a.Name), nil
+	}
+	return "", r.annotate(ctx, &a, AnnotationConsumedBy, c.ID)
+}
+
+// returnApproval hands back the approval of an Apply claim retired before
+// its Job was created, so it can be consumed again.
+func (r *SchemaReconciler) returnApproval(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
+	if c.Approval == "" {
+		return
+	}
+	var a v1alpha1.PtahSchemaApproval
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.Approval}, &a); err != nil {
+		return
+	}
+	if a.Annotations[AnnotationConsumedBy] != c.ID {
+		return
+	}
+	patch := ctrl.MergeFrom(a.DeepCopy())
+	delete(a.Annotations, AnnotationConsumedBy)
+	if err := r.Client.Patch(ctx, &a, patch); err != nil && !apierrors.IsNotFound(err) {
+		log.FromContext(ctx).Error(err, "hand back the approval of a retired Apply claim", "approval", a.Name)
+	}
 }
 
 func (r *SchemaReconciler) annotate(ctx context.Context, a *v1alpha1.PtahSchemaApproval, key, value string) error {
@@ -458,43 +519,39 @@ func (r *SchemaReconciler) annotate(ctx context.Context, a *v1alpha1.PtahSchemaA
 }
 
 // applyInputs checks, just before an Apply Job is created, that what allowed
-// it still holds, and returns the plan document the runner applies.
-func (r *SchemaReconciler) applyInputs(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) ([]byte, bool, error) {
+// it still holds: the approval (consumed by this claim now, if the write
+// that names it was interrupted) and the plan object the runner will read.
+func (r *SchemaReconciler) applyInputs(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (bool, error) {
 	if s.Spec.Policy.Apply != v1alpha1.ApplyAlways {
-		var list v1alpha1.PtahSchemaApprovalList
-		if err := r.APIReader.List(ctx, &list, ctrl.InNamespace(s.Namespace)); err != nil {
-			return nil, false, fmt.Errorf("list PtahSchemaApprovals in %s: %w", s.Namespace, err)
+		why, err := r.consumeApproval(ctx, s, c)
+		if err != nil {
+			return false, err
 		}
-		found := false
-		for _, a := range list.Items {
-			found = found || a.Annotations[AnnotationConsumedBy] == c.ID && a.DeletionTimestamp.IsZero() && a.Spec.PlanName == planRef(s)
-		}
-		if !found {
-			msg := fmt.Sprintf("the approval recorded for plan %s is gone or no longer names it, so no Apply Job was created", planRef(s))
+		if why != "" {
+			msg := fmt.Sprintf("the approval recorded for plan %s cannot be consumed (%s), so no Apply Job was created", planRef(s), why)
 			warning(r.Events, s, v1alpha1.EventApprovalRevoked, "Gate", "%s", msg)
 			r.revoke(ctx, s, c)
 			s.Status.ActiveOperation = nil
 			s.Status.Phase = v1alpha1.PhaseAwaitingApproval
 			setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval, msg)
-			setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, msg)
-			return nil, false, r.save(ctx, s)
+			setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, msg)
+			return false, r.save(ctx, s)
 		}
 	}
 	var p v1alpha1.PtahSchemaPlan
 	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: planRef(s)}, &p)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return nil, false, fmt.Errorf("read PtahSchemaPlan %s/%s: %w", s.Namespace, planRef(s), err)
+		return false, fmt.Errorf("read PtahSchemaPlan %s/%s: %w", s.Namespace, planRef(s), err)
 	}
-	var doc []byte
 	if err == nil && p.Spec.Digest == s.Status.Plan.Digest {
-		doc, err = runner.PlanDocument(&v1alpha1.PlanResult{Fingerprint: p.Spec.Fingerprint, BaseFingerprint: p.Spec.BaseFingerprint,
+		_, err = runner.PlanDocument(&v1alpha1.PlanResult{Fingerprint: p.Spec.Fingerprint, BaseFingerprint: p.Spec.BaseFingerprint,
 			DesiredFingerprint: p.Spec.DesiredFingerprint, Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Statements: p.Spec.Statements}, nil)
 	} else if err == nil {
 		err = fmt.Errorf("its digest is %s, status recorded %s", p.Spec.Digest, s.Status.Plan.Digest)
 	}
 	if err != nil {
 		_, err = r.planStale(ctx, s, c, fmt.Sprintf("PtahSchemaPlan %s cannot be applied: %v", planRef(s), err))
-		return nil, false, err
+		return false, err
 	}
-	return doc, true, nil
+	return true, nil
 }

@@ -50,8 +50,10 @@ type lab struct {
 
 func startLab(t testing.TB) *lab {
 	l := &lab{}
-	// Only the record's CRD: the runner writes nothing else.
-	l.api = testenv.StartAPIServer(t, testenv.WithCRDs(filepath.Join("..", "config", "crd", "bases", "operator.ptah.run_ptahresultrecords.yaml")))
+	// The record's CRD (the runner writes nothing else) and the plan's (an Apply reads it).
+	l.api = testenv.StartAPIServer(t, testenv.WithCRDs(
+		filepath.Join("..", "config", "crd", "bases", "operator.ptah.run_ptahresultrecords.yaml"),
+		filepath.Join("..", "config", "crd", "bases", "operator.ptah.run_ptahschemaplans.yaml")))
 	l.pg = testenv.StartPostgres(t)
 	l.reg = testenv.StartRegistry(t)
 	l.dbURL = l.pg.CreateDatabase(t, "shop")
@@ -109,6 +111,9 @@ type operation struct {
 	env       []corev1.EnvVar
 	// noGrant leaves out the RoleBinding, so the credential never works.
 	noGrant bool
+	// plan, for an Apply, is published as the PtahSchemaPlan the operation
+	// names, and the Role may get it, as the manager does.
+	plan *v1alpha1.PlanResult
 }
 
 func (l *lab) run(t testing.TB, o operation) *batchv1.Job {
@@ -124,10 +129,19 @@ func (l *lab) run(t testing.TB, o operation) *batchv1.Job {
 	}, metav1.CreateOptions{}))
 	sa := "ptah-result-" + o.op.ID
 	created(t)(l.cs.CoreV1().ServiceAccounts(o.ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}))
-	created(t)(l.cs.RbacV1().Roles(o.ns).Create(ctx, &rbacv1.Role{
-		ObjectMeta: metav1.ObjectMeta{Name: sa},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahresultrecords"}, Verbs: []string{"create"}}},
-	}, metav1.CreateOptions{}))
+	rules := []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahresultrecords"}, Verbs: []string{"create"}}}
+	if p := o.plan; p != nil {
+		name := "shop-" + o.op.ID
+		if err := l.c.Create(ctx, &v1alpha1.PtahSchemaPlan{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: o.ns}, Spec: v1alpha1.PtahSchemaPlanSpec{
+			SchemaRef: v1alpha1.LocalRef{Name: "shop"}, Fingerprint: p.Fingerprint, BaseFingerprint: p.BaseFingerprint, DesiredFingerprint: p.DesiredFingerprint,
+			Digest: p.Digest, Destructive: p.Destructive, Statements: p.Statements,
+		}}); err != nil {
+			t.Fatalf("publish PtahSchemaPlan %s: %v", name, err)
+		}
+		o.op.Plan, o.op.PlanDigest = name, p.Digest
+		rules = append(rules, rbacv1.PolicyRule{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahschemaplans"}, ResourceNames: []string{name}, Verbs: []string{"get"}})
+	}
+	created(t)(l.cs.RbacV1().Roles(o.ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa}, Rules: rules}, metav1.CreateOptions{}))
 	if !o.noGrant {
 		created(t)(l.cs.RbacV1().RoleBindings(o.ns).Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Name: sa},
@@ -583,11 +597,7 @@ func everyOperation(t *testing.T, l *lab) {
 		t.Errorf("observe of an empty database: %+v, want drift (exit 1) and no error", rec.Spec)
 	}
 	plan := run(t, runner.OpPlan, nil).Spec.Result.Plan
-	doc, err := runner.PlanDocument(plan, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec = run(t, runner.OpApply, func(o *operation) { o.env = append(o.env, corev1.EnvVar{Name: runner.EnvPlan, Value: string(doc)}) })
+	rec = run(t, runner.OpApply, func(o *operation) { o.plan = plan })
 	if rec.Spec.Error != nil || rec.Spec.Result.AppliedPlanFingerprint != plan.Digest {
 		t.Fatalf("apply: %+v (child %+v), want plan %s applied", rec.Spec, rec.Spec.ChildError, plan.Digest)
 	}
@@ -596,7 +606,7 @@ func everyOperation(t *testing.T, l *lab) {
 		t.Errorf("proof after apply: %+v, want an empty plan from the applied state", rec.Spec.Result)
 	}
 	// Applying the same plan again is refused: the database left its base.
-	rec = run(t, runner.OpApply, func(o *operation) { o.env = append(o.env, corev1.EnvVar{Name: runner.EnvPlan, Value: string(doc)}) })
+	rec = run(t, runner.OpApply, func(o *operation) { o.plan = plan })
 	if rec.Spec.Error == nil || rec.Spec.Error.Code != runner.ErrChildExit || rec.Spec.ChildError == nil || rec.Spec.ChildError.Code != "stale_plan" {
 		t.Errorf("second apply: %+v (child %+v), want child_exit with stale_plan", rec.Spec.Error, rec.Spec.ChildError)
 	}

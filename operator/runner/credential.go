@@ -79,8 +79,9 @@ func tryCredential(ctx context.Context, rc *rest.Config, cfg Config, namespace s
 }
 
 // apiClient speaks to the API server with the result credential. It only
-// ever POSTs the two kinds the runner writes, so it needs no discovery (which
-// the credential may not be allowed) and no client-go scheme.
+// ever posts the two kinds the runner writes and gets an Apply's plan, so it
+// needs no discovery (which the credential may not be allowed) and no
+// client-go scheme.
 type apiClient struct {
 	host string
 	http *http.Client
@@ -93,16 +94,44 @@ func (c *apiClient) createRecord(ctx context.Context, rec *v1alpha1.PtahResultRe
 	return c.post(ctx, path, rec, rec)
 }
 
+// planDocument reads the PtahSchemaPlan an Apply names and rebuilds the
+// plan document ptah applies, refusing one whose digest is not the claim's.
+func (c *apiClient) planDocument(ctx context.Context, op *Operation) ([]byte, error) {
+	if op.Plan == "" || op.PlanDigest == "" {
+		return nil, fmt.Errorf("the apply operation names no PtahSchemaPlan and digest; the manager must set plan and planDigest")
+	}
+	var p v1alpha1.PtahSchemaPlan
+	path := fmt.Sprintf("/apis/%s/%s/namespaces/%s/ptahschemaplans/%s", v1alpha1.GroupVersion.Group, v1alpha1.GroupVersion.Version, op.Namespace, op.Plan)
+	if err := c.do(ctx, http.MethodGet, path, nil, &p); err != nil {
+		return nil, fmt.Errorf("read PtahSchemaPlan %s/%s: %w", op.Namespace, op.Plan, err)
+	}
+	if p.Spec.Digest != op.PlanDigest {
+		return nil, fmt.Errorf("PtahSchemaPlan %s/%s has digest %s, the claim applies %s: not applied", op.Namespace, op.Plan, p.Spec.Digest, op.PlanDigest)
+	}
+	return PlanDocument(&v1alpha1.PlanResult{Fingerprint: p.Spec.Fingerprint, BaseFingerprint: p.Spec.BaseFingerprint,
+		DesiredFingerprint: p.Spec.DesiredFingerprint, Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Statements: p.Spec.Statements}, op.Exclude)
+}
+
 func (c *apiClient) post(ctx context.Context, path string, in, out any) error {
-	body, err := json.Marshal(in)
+	return c.do(ctx, http.MethodPost, path, in, out)
+}
+
+func (c *apiClient) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.host+path, body)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.host+path, bytes.NewReader(body))
-	if err != nil {
-		return err
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
-	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {

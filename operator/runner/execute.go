@@ -81,7 +81,8 @@ func commands(op *Operation) [][]string {
 }
 
 // execute runs op's ptah commands in a fresh work directory and fills out.
-func execute(ctx context.Context, cfg Config, env map[string]string, op *Operation, out *Outcome) {
+// An Apply's plan is read through the API with the operation's credential.
+func execute(ctx context.Context, cfg Config, env map[string]string, c *apiClient, op *Operation, out *Outcome) {
 	fail := func(format string, args ...any) {
 		out.Error = &Error{Code: ErrOperation, Message: fmt.Sprintf(format, args...)}
 	}
@@ -105,7 +106,12 @@ func execute(ctx context.Context, cfg Config, env map[string]string, op *Operati
 	case OpVerify:
 		inputs[policyFile] = env[EnvPolicy]
 	case OpApply:
-		inputs[planFile] = env[EnvPlan]
+		doc, err := c.planDocument(ctx, op)
+		if err != nil {
+			fail("%v", err)
+			return
+		}
+		inputs[planFile] = string(doc)
 	}
 	for name, content := range inputs {
 		if content == "" {
@@ -259,7 +265,7 @@ func PlanResultOf(p *schema.Plan) *v1alpha1.PlanResult {
 }
 
 // PlanDocument rebuilds the ptah plan document a PlanResult was copied
-// from, for EnvPlan of an Apply: the manager stores the statements and the
+// from, for an Apply: the manager stores the statements and the
 // runner hands ptah the exact bytes whose digest the plan carries. exclude
 // must be the operation's Exclude the plan was computed with.
 func PlanDocument(r *v1alpha1.PlanResult, exclude []string) ([]byte, error) {

@@ -11,7 +11,7 @@ package runner
 // ProtocolVersion is spoken by this runner and by the manager built from the
 // same tree. A runner that reads another version in EnvProtocol refuses the
 // Job before ptah starts (RunnerProtocolMismatch).
-const ProtocolVersion = "ptah.run/runner/v1"
+const ProtocolVersion = "ptah.run/runner/v2"
 
 // Environment the manager sets on the runner's container.
 const (
@@ -30,13 +30,13 @@ const (
 	// EnvPolicy is the verification policy document (from the immutable
 	// ConfigMap named by spec.desired.verificationPolicyFrom, key "policy.json").
 	EnvPolicy = "PTAH_VERIFICATION_POLICY"
-	// EnvPlan is the plan document to apply (Apply only): ptah's plan JSON,
-	// rebuilt from the PtahSchemaPlan by PlanDocument.
-	EnvPlan = "PTAH_PLAN"
 )
 
 // Credential: the Pod runs as a per-operation ServiceAccount whose only
-// permission is to create PtahResultRecords in its namespace. Its token is a
+// permissions are to create PtahResultRecords in its namespace and, for an
+// Apply, to get the one PtahSchemaPlan it applies (Operation.Plan): the plan
+// travels through the API, not the environment, whose variables Linux caps
+// at 128 KiB each. Its token is a
 // projected serviceAccountToken volume (the automounted token is off) at
 // TokenPath, with the cluster CA from the kube-root-ca.crt ConfigMap at
 // CAPath. The manager deletes the ServiceAccount, Role and RoleBinding when
@@ -59,7 +59,7 @@ const (
 	OpVerify  = "verify"  // ptah oci verify against the policy
 	OpObserve = "observe" // ptah schema pull + drift: is the database where declared?
 	OpPlan    = "plan"    // ptah schema pull + plan
-	OpApply   = "apply"   // ptah schema apply of EnvPlan
+	OpApply   = "apply"   // ptah schema apply of the PtahSchemaPlan Operation.Plan names
 	OpProof   = "proof"   // ptah schema pull + plan after an Apply: converged only if empty
 )
 
@@ -72,9 +72,11 @@ type Operation struct {
 	ID string `json:"id"`
 	// Digest covers the operation's inputs; the record must carry it back.
 	Digest string `json:"digest"`
-	// Schema is the PtahSchema's namespace/name, for the record's labels.
+	// Schema is the PtahSchema's namespace/name, for the record's labels;
+	// SchemaUID makes the schema the record's owner.
 	Namespace string `json:"namespace"`
 	Schema    string `json:"schema"`
+	SchemaUID string `json:"schemaUID,omitempty"`
 	// RecordName is the name the PtahResultRecord must have.
 	RecordName string `json:"recordName"`
 	// OCIRef is the artifact: a tag for Resolve, a digest-pinned reference otherwise.
@@ -83,6 +85,10 @@ type Operation struct {
 	// ProtectedTables and Exclude are passed to ptah schema plan.
 	ProtectedTables []string `json:"protectedTables,omitempty"`
 	Exclude         []string `json:"exclude,omitempty"`
+	// Plan and PlanDigest name the PtahSchemaPlan an Apply reads and the
+	// digest it must have.
+	Plan       string `json:"plan,omitempty"`
+	PlanDigest string `json:"planDigest,omitempty"`
 	// AllowDestructive and LockTimeout are passed to ptah schema apply.
 	AllowDestructive bool   `json:"allowDestructive,omitempty"`
 	LockTimeout      string `json:"lockTimeout,omitempty"`

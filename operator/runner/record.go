@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
@@ -23,6 +24,11 @@ func record(op *Operation, out *Outcome) *v1alpha1.PtahResultRecord {
 			RunnerProtocol: ProtocolVersion,
 			Result:         out.Fields,
 		},
+	}
+	if op.SchemaUID != "" {
+		// Not a controller reference, and blocking nothing: the record goes
+		// with its schema, and the runner needs no permission on the schema.
+		rec.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindPtahSchema, Name: op.Schema, UID: types.UID(op.SchemaUID)}}
 	}
 	if out.ChildExitCode >= 0 {
 		rec.Spec.ChildExitCode = ptr(int32(out.ChildExitCode))

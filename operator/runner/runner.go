@@ -78,7 +78,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	fmt.Fprintf(cfg.Log, "runner: credential ready for %s/%s\n", op.Namespace, op.RecordName)
 
 	if out.Error == nil {
-		execute(ctx, cfg, env, op, out)
+		execute(ctx, cfg, env, c, op, out)
 	}
 	rec := record(op, out)
 	if err := c.createRecord(ctx, rec); err != nil {

@@ -99,6 +99,25 @@ type PtahResultRecordSpec struct {
 	ChildError *OperationError `json:"childError,omitempty"`
 }
 
+// Creator is who created a result record, stamped by admission from the
+// authenticated request (never taken from the client). A runner's token is
+// bound to its Pod, so the stamp names the Pod that wrote the record.
+type Creator struct {
+	// +kubebuilder:validation:MaxLength=512
+	Username string `json:"username"`
+	// +kubebuilder:validation:MaxLength=256
+	// +optional
+	UID string `json:"uid,omitempty"`
+	// PodName and PodUID come from the service account token's binding
+	// (authentication.kubernetes.io/pod-name and pod-uid).
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	PodName string `json:"podName,omitempty"`
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	PodUID string `json:"podUID,omitempty"`
+}
+
 // PtahResultRecord is the durable receipt of one operation's result.
 //
 // +kubebuilder:object:root=true
@@ -116,6 +135,11 @@ type PtahResultRecord struct {
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="a result record is immutable"
 	// +required
 	Spec PtahResultRecordSpec `json:"spec"`
+	// CreatedBy is stamped by admission; the manager accepts a record only
+	// when it names the operation's own account and a Pod of its Job.
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="createdBy is stamped at creation and never changes"
+	// +optional
+	CreatedBy *Creator `json:"createdBy,omitempty"`
 }
 
 // PtahResultRecordList is a list of PtahResultRecord.

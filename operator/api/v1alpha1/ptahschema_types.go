@@ -257,6 +257,18 @@ type ActiveOperation struct {
 	// SnapshotRefreshed records that the admission snapshot was refreshed.
 	// +optional
 	SnapshotRefreshed bool `json:"snapshotRefreshed,omitempty"`
+	// JobUID is the UID of the Job created for the claim, written once it
+	// exists: a claim with a JobUID was dispatched, so a Job found missing
+	// later vanished rather than was never made.
+	// +kubebuilder:validation:MaxLength=64
+	// +optional
+	JobUID string `json:"jobUID,omitempty"`
+	// Approval is the PtahSchemaApproval an Apply claim consumes. The claim
+	// names it before the approval is marked consumed, so no crash between
+	// the two writes leaves an approval consumed by no claim.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	Approval string `json:"approval,omitempty"`
 }
 
 // Source is the artifact spec.desired resolved to.

@@ -53,6 +53,8 @@ const (
 	ReasonApprovedPlan = "ApprovedPlan"
 	// Applying=False: the Apply Job finished and its result was read.
 	ReasonJobCompleted = "JobCompleted"
+	// Applying=False: an Apply claim was retired before its Job was created.
+	ReasonClaimRetired = "ClaimRetired"
 
 	// ApprovalRequired=False: an approval for the current plan was accepted.
 	ReasonApproved = "Approved"
