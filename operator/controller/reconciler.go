@@ -224,13 +224,18 @@ func (r *SchemaReconciler) hold(ctx context.Context, s *v1alpha1.PtahSchema) (re
 	return reconcile.Result{}, r.suspend(ctx, s)
 }
 
-// rest is where a schema with no operation waits: for an approval, for its
-// interval to re-read drift, or (Blocked) for its spec to change.
+// rest is where a schema with no operation waits: for an approval, or for
+// its interval to re-read drift (Blocked too: it is resolved and planned
+// again, and lifts when the evidence changes).
 func (r *SchemaReconciler) rest(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
 	r.prune(ctx, s)
 	switch s.Status.Phase {
 	case v1alpha1.PhaseBlocked:
-		return reconcile.Result{}, nil
+		if s.Status.NextReconciliationTime == nil {
+			// Blocked before re-examination existed: from now on, every interval.
+			s.Status.NextReconciliationTime = &metav1.Time{Time: r.reexamine(s)}
+			return reconcile.Result{RequeueAfter: r.reexamine(s).Sub(r.clock())}, r.save(ctx, s)
+		}
 	case v1alpha1.PhaseAwaitingApproval:
 		return r.awaitApproval(ctx, s)
 	}
@@ -376,11 +381,13 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 	if current, err := r.snapshot(ctx, s, c); !current || err != nil {
 		return reconcile.Result{Requeue: err == nil}, err
 	}
-	if f, err := r.missingServiceAccount(ctx, s); f != nil || err != nil {
-		if err != nil {
-			return reconcile.Result{}, err
+	for _, check := range []func(context.Context, *v1alpha1.PtahSchema, *v1alpha1.ActiveOperation) (*failure, error){r.missingServiceAccount, r.missingPolicy} {
+		if f, err := check(ctx, s, c); f != nil || err != nil {
+			if err != nil {
+				return reconcile.Result{}, err
+			}
+			return r.failed(ctx, s, c, *f)
 		}
-		return r.failed(ctx, s, c, *f)
 	}
 	if c.Type == v1alpha1.OperationApply {
 		if ok, err := r.applyInputs(ctx, s, c); !ok || err != nil {
@@ -425,7 +432,7 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 // missingServiceAccount is the configuration failure of a schema whose
 // spec.execution.serviceAccountName names no ServiceAccount: its Pod could
 // not be created, so no Job is made for it.
-func (r *SchemaReconciler) missingServiceAccount(ctx context.Context, s *v1alpha1.PtahSchema) (*failure, error) {
+func (r *SchemaReconciler) missingServiceAccount(ctx context.Context, s *v1alpha1.PtahSchema, _ *v1alpha1.ActiveOperation) (*failure, error) {
 	name := s.Spec.Execution.ServiceAccountName
 	if name == "" {
 		return nil, nil
@@ -633,6 +640,13 @@ func (r *SchemaReconciler) noResult(ctx context.Context, s *v1alpha1.PtahSchema,
 // podAdmission reports, once per refusal, that the Job controller could not
 // create the operation's Pod, and keeps looking while the Job waits.
 func (r *SchemaReconciler) podAdmission(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, j *batchv1.Job) (reconcile.Result, error) {
+	if f, err := r.misconfigured(ctx, s, j); f != nil || err != nil {
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		r.deleteJob(ctx, s, c)
+		return r.failed(ctx, s, c, *f)
+	}
 	if s.Status.Phase != phaseOf(c.Type) {
 		s.Status.Phase = phaseOf(c.Type)
 		if err := r.save(ctx, s); err != nil {

@@ -29,9 +29,26 @@ type failure struct {
 	// configuration: the spec or what it names cannot work, so the
 	// condition's reason is ConfigurationError rather than OperationFailed.
 	configuration bool
+	// notStarted: the operation's container never started (its Pod could
+	// not be configured), so an Apply changed nothing.
+	notStarted bool
 }
 
 func (f failure) String() string { return f.code + ": " + f.message }
+
+// maxCause bounds the cause from ptah a condition and an Event carry.
+const maxCause = 300
+
+// summary is the failure as a condition and an Event carry it: the
+// "<code>: <message>" head, then ptah's own first line (it never names a
+// credential: ptah's errors name the server's host and port only), bounded.
+func (f failure) summary() string {
+	if f.detail == nil || f.detail.Message == "" {
+		return f.String()
+	}
+	cause, _, _ := strings.Cut(f.detail.Message, "\n")
+	return f.String() + ": " + bound(cause, maxCause)
+}
 
 // consume settles the active operation with its record and claims the next.
 func (r *SchemaReconciler) consume(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (reconcile.Result, error) {
@@ -164,7 +181,7 @@ func (r *SchemaReconciler) planned(ctx context.Context, s *v1alpha1.PtahSchema, 
 		r.changesPending(s)
 		setCondition(s, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked,
 			fmt.Sprintf("plan %s is destructive and spec.policy.allowDestructive is false", p.Name))
-		return r.finish(ctx, s, c, "", 0, time.Time{})
+		return r.finish(ctx, s, c, "", 0, r.reexamine(s))
 	case readyToApply:
 		s.Status.Phase = v1alpha1.PhaseReadyToApply
 		r.changesPending(s)
@@ -184,6 +201,14 @@ func (r *SchemaReconciler) planned(ctx context.Context, s *v1alpha1.PtahSchema, 
 		setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "spec.policy.apply is Always")
 		return r.finish(ctx, s, c, v1alpha1.OperationApply, 1, time.Time{})
 	}
+}
+
+// reexamine is when a Blocked schema is resolved and planned again: every
+// spec.interval, so a fixed artifact pushed under the same tag, a protected
+// table its owner dropped or a policy that now admits the artifact lifts it
+// without a spec edit.
+func (r *SchemaReconciler) reexamine(s *v1alpha1.PtahSchema) time.Time {
+	return r.clock().Add(durationOr(s.Spec.Interval, defaultInterval))
 }
 
 func (r *SchemaReconciler) changesPending(s *v1alpha1.PtahSchema) {
@@ -275,15 +300,20 @@ func (r *SchemaReconciler) failed(ctx context.Context, s *v1alpha1.PtahSchema, c
 	if f.configuration {
 		reason = v1alpha1.ReasonConfigurationError
 	}
-	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, reason, f.String())
+	msg := f.summary()
+	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, reason, msg)
 	if c.Type == v1alpha1.OperationResolve {
-		setCondition(s, v1alpha1.ConditionArtifactResolved, metav1.ConditionFalse, v1alpha1.ReasonResolveFailed, f.String())
+		setCondition(s, v1alpha1.ConditionArtifactResolved, metav1.ConditionFalse, v1alpha1.ReasonResolveFailed, msg)
 	}
 	if c.Type == v1alpha1.OperationApply {
-		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, "apply failed: "+f.String())
+		applying := v1alpha1.ReasonJobCompleted
+		if f.notStarted {
+			applying = v1alpha1.ReasonClaimRetired
+		}
+		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, applying, "apply failed: "+msg)
 	}
 	if !f.quiet {
-		warning(r.Events, s, v1alpha1.EventOperationFailed, "Fail", "%s", f.String())
+		warning(r.Events, s, v1alpha1.EventOperationFailed, "Fail", "%s", msg)
 	}
 	s.Status.Phase = v1alpha1.PhaseFailed
 	at := now.Add(durationOr(s.Spec.Execution.FailureRetryInterval, defaultRetry))
@@ -303,7 +333,7 @@ func (r *SchemaReconciler) protectedTableRefused(ctx context.Context, s *v1alpha
 	setCondition(s, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, msg)
 	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, fmt.Sprintf("%s operation completed with a refusal", runnerOp(c.Type)))
 	s.Status.Phase = v1alpha1.PhaseBlocked
-	return r.finish(ctx, s, c, "", 0, time.Time{})
+	return r.finish(ctx, s, c, "", 0, r.reexamine(s))
 }
 
 func (r *SchemaReconciler) verificationRefused(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) (reconcile.Result, error) {
@@ -316,7 +346,7 @@ func (r *SchemaReconciler) verificationRefused(ctx context.Context, s *v1alpha1.
 	setCondition(s, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked, msg)
 	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, "verify operation completed with a refusal")
 	s.Status.Phase = v1alpha1.PhaseBlocked
-	return r.finish(ctx, s, c, "", 0, time.Time{})
+	return r.finish(ctx, s, c, "", 0, r.reexamine(s))
 }
 
 // planStale refuses to apply a plan whose basis no longer holds and reads

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/runner"
 )
 
 // Name is the controller's name, and the reporting controller of its Events.
@@ -32,10 +33,11 @@ func New(mgr ctrl.Manager, b Binding, plainHTTP []string) *SchemaReconciler {
 	}
 }
 
-// CacheOptions keeps only the Jobs this manager created in its cache.
+// CacheOptions keeps only the Jobs and Pods of this manager's operations in
+// its cache.
 func CacheOptions() cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: managed}}}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: managed}, &corev1.Pod{}: {Label: managed}}}
 }
 
 // SetupWithManager reconciles a schema when its spec changes, when one of
@@ -49,6 +51,7 @@ func (r *SchemaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&v1alpha1.PtahResultRecord{}, handler.EnqueueRequestsFromMapFunc(recordSubject)).
 		Watches(&v1alpha1.PtahSchemaApproval{}, handler.EnqueueRequestsFromMapFunc(approvalSubject)).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podSubject)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.policySubjects)).
 		Complete(r)
 }
@@ -59,6 +62,16 @@ func recordSubject(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: rec.Namespace, Name: rec.Spec.Subject.Name}}}
+}
+
+// podSubject maps an operation's Pod to its schema, so a Pod that cannot
+// be configured is diagnosed as soon as the kubelet says so.
+func podSubject(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[runner.LabelSchema]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
 }
 
 func approvalSubject(_ context.Context, o client.Object) []reconcile.Request {
