@@ -31,10 +31,14 @@ func TestBadReferencesAreDiagnosedAtOnce(t *testing.T) {
 	}{
 		{name: "database Secret missing", spec: func(s *v1alpha1.PtahSchema) { s.Spec.Target.URLFrom.Name = "shop-db-typo" },
 			code: "secret_missing", says: []string{"Secret ", "/shop-db-typo", "spec.target.urlFrom", "does not exist"},
-			repair: func(e *env) { e.secret("shop-db-typo", map[string]string{"url": shared.pg.URL(e.db, e.password, e.db)}) }},
+			repair: func(e *env) {
+				e.secret("shop-db-typo", map[string]string{"url": shared.pg.URL(e.db, e.password, e.db)})
+			}},
 		{name: "database URL key missing", spec: func(s *v1alpha1.PtahSchema) { s.Spec.Target.URLFrom.Key = "dsn" },
 			code: "secret_key_missing", says: []string{"/shop-db", "spec.target.urlFrom", "has no key dsn"}},
-		{name: "registry Secret missing", spec: func(s *v1alpha1.PtahSchema) { s.Spec.Desired.RegistryAuthFrom = &v1alpha1.LocalRef{Name: "registry-typo"} },
+		{name: "registry Secret missing", spec: func(s *v1alpha1.PtahSchema) {
+			s.Spec.Desired.RegistryAuthFrom = &v1alpha1.LocalRef{Name: "registry-typo"}
+		},
 			code: "secret_missing", says: []string{"/registry-typo", "spec.desired.registryAuthFrom"}},
 		{name: "policy ConfigMap missing", spec: verifiedBy("policy-typo"),
 			code: "configmap_missing", says: []string{"ConfigMap ", "/policy-typo", "spec.desired.verificationPolicyFrom"}},
