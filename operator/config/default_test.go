@@ -57,8 +57,8 @@ func TestDefaultBaseInstalls(t *testing.T) {
 	}
 	for kind, n := range map[string]int{
 		"Namespace": 1, "CustomResourceDefinition": 4, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Deployment": 1, "MutatingAdmissionPolicy": 1, "MutatingAdmissionPolicyBinding": 1,
-		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1,
+		"Deployment": 1, "MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2,
+		"ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2,
 	} {
 		if kinds[kind] != n {
 			t.Errorf("the base installs %d %s, want %d", kinds[kind], kind, n)

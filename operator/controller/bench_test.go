@@ -3,6 +3,7 @@ package controller
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -150,4 +151,105 @@ func (s *subTB) cleanup() {
 	for i := len(s.cleanups) - 1; i >= 0; i-- {
 		s.cleanups[i]()
 	}
+}
+
+const benchTables = 2000
+
+// BenchmarkApply2000Tables measures the manager binary taking one PtahSchema
+// whose desired schema has 2,000 tables to InSync through real Jobs: the
+// real runner and the real ptah on a real PostgreSQL, so the plan (about
+// 2,000 statements, far past the 128 KiB one environment variable may hold)
+// travels from the Plan's record to the PtahSchemaPlan and from there to
+// the Apply's runner. It reports the seconds to InSync and the manager's
+// peak and final resident set size.
+func BenchmarkApply2000Tables(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
+	}
+	var ddl strings.Builder
+	for n := 0; n < benchTables; n++ {
+		fmt.Fprintf(&ddl, "CREATE TABLE t%04d (id bigint PRIMARY KEY, name text NOT NULL, created timestamptz NOT NULL DEFAULT now());\n", n)
+	}
+	ref := push(b, "wide", ddl.String())
+	mgr := exec.Command(bin, "--executor-image=ptah-executor:bench", "--plain-http-registries="+shared.reg.Host,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kubeconfig="+shared.api.Kubeconfig)
+	logs := &syncBuffer{}
+	mgr.Stdout, mgr.Stderr = logs, logs
+	if err := mgr.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = mgr.Process.Kill()
+		_ = mgr.Wait()
+	})
+	ctx := context.Background()
+	var total time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		ns := "wide-" + rand.String(6)
+		db := strings.ReplaceAll(ns, "-", "_")
+		password := rand.String(16)
+		must(b, shared.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+		shared.pg.Exec(b, "postgres", fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", db, password))
+		shared.pg.Exec(b, "postgres", fmt.Sprintf("CREATE DATABASE %s OWNER %s", db, db))
+		for _, o := range []client.Object{
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: ns}, StringData: map[string]string{"url": shared.pg.URL(db, password, db)}},
+			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry", Namespace: ns}, Type: corev1.SecretTypeBasicAuth,
+				StringData: map[string]string{"registry": shared.reg.Host, "username": shared.reg.Username, "password": shared.reg.Password}},
+			&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt", Namespace: ns}, Data: map[string]string{"ca.crt": string(shared.api.Config.CAData)}},
+		} {
+			must(b, shared.c.Create(ctx, o))
+		}
+		kb := &subTB{TB: b}
+		jobsim.Start(kb, shared.api.Config, jobsim.Options{Namespace: ns, Ptah: shared.ptah})
+		b.StartTimer()
+		start := time.Now()
+		must(b, shared.c.Create(ctx, &v1alpha1.PtahSchema{
+			ObjectMeta: metav1.ObjectMeta{Name: "wide", Namespace: ns},
+			Spec: v1alpha1.PtahSchemaSpec{
+				Target:    v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: "db", Key: "url"}},
+				Desired:   v1alpha1.Desired{OCIRef: ref, RegistryAuthFrom: &v1alpha1.LocalRef{Name: "registry"}},
+				Policy:    v1alpha1.Policy{Apply: v1alpha1.ApplyAlways},
+				Execution: v1alpha1.Execution{Deadline: &metav1.Duration{Duration: 20 * time.Minute}},
+			},
+		}))
+		for {
+			var s v1alpha1.PtahSchema
+			must(b, shared.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wide"}, &s))
+			if conditionIs(&s, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) {
+				break
+			}
+			if time.Since(start) > 20*time.Minute {
+				b.Fatalf("not InSync after 20m: phase %s, %s, lastFailure %+v; manager log tail:\n%s", s.Status.Phase, conditions(&s), s.Status.LastFailure, tail(logs.String(), 20))
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		total += time.Since(start)
+		b.StopTimer()
+		var n int
+		row := fmt.Sprintf("SELECT count(*) FROM pg_tables WHERE schemaname = 'public' AND tablename LIKE 't%%' -- %d", i)
+		must(b, sqlCount(shared.pg.SuperURL(db), row, &n))
+		if n != benchTables {
+			b.Fatalf("%d tables in the database after InSync, want %d", n, benchTables)
+		}
+		kb.cleanup()
+		b.StartTimer()
+	}
+	b.ReportMetric(total.Seconds()/float64(b.N), "s-to-insync")
+	hwm, rss := procMemory(b, mgr.Process.Pid)
+	b.ReportMetric(hwm/1024, "MiB-peak-rss")
+	b.ReportMetric(rss/1024, "MiB-rss")
+}
+
+func sqlCount(url, query string, n *int) error {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	return db.QueryRow(query).Scan(n)
 }

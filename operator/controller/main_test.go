@@ -130,7 +130,7 @@ func installAdmission(tb *mainTB) {
 			} else if err != nil {
 				tb.Fatalf("decode %s: %v", f, err)
 			}
-			if strings.HasSuffix(u.GetKind(), "Binding") {
+			if strings.HasSuffix(u.GetKind(), "Binding") && strings.HasPrefix(f, "approval-") {
 				sel := map[string]any{"matchExpressions": []any{map[string]any{"key": noAdmission, "operator": "NotIn", "values": []any{"off"}}}}
 				if err := unstructured.SetNestedField(u.Object, sel, "spec", "matchResources", "namespaceSelector"); err != nil {
 					tb.Fatalf("%v", err)

@@ -454,6 +454,9 @@ func (r *SchemaReconciler) missingServiceAccount(ctx context.Context, s *v1alpha
 type foreignRecord struct {
 	rec *v1alpha1.PtahResultRecord
 	why string
+	// unstamped: no admission policy stamped it, which is the install's
+	// fault rather than an intruder's.
+	unstamped bool
 }
 
 func (f *foreignRecord) Error() string {
@@ -477,7 +480,7 @@ func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alph
 	}
 	if rec.Spec.OperationID != c.ID || rec.Spec.Digest != c.CoordinationDigest ||
 		rec.Spec.Subject.Kind != v1alpha1.KindPtahSchema || rec.Spec.Subject.Name != s.Name {
-		return nil, &foreignRecord{&rec, fmt.Sprintf("it names operation %q of %s %s, not the active operation's id and digest",
+		return nil, &foreignRecord{rec: &rec, why: fmt.Sprintf("it names operation %q of %s %s, not the active operation's id and digest",
 			rec.Spec.OperationID, rec.Spec.Subject.Kind, rec.Spec.Subject.Name)}
 	}
 	why, err := r.creatorMismatch(ctx, s, c, &rec)
@@ -485,10 +488,12 @@ func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alph
 		return nil, err
 	}
 	if why != "" {
-		return nil, &foreignRecord{&rec, why}
+		return nil, &foreignRecord{&rec, why, why == errUnstamped}
 	}
 	return &rec, nil
 }
+
+const errUnstamped = "it carries no creator stamped by admission: install the record admission policies of operator/config/admission"
 
 // creatorMismatch says why rec's admission stamp does not name the
 // operation's account and a Pod of its Job, or "".
@@ -497,7 +502,7 @@ func (r *SchemaReconciler) creatorMismatch(ctx context.Context, s *v1alpha1.Ptah
 	account := "system:serviceaccount:" + s.Namespace + ":" + podServiceAccount(s, c)
 	switch {
 	case by == nil:
-		return "it carries no creator stamped by admission (install the record admission policies of operator/config/admission)", nil
+		return errUnstamped, nil
 	case by.Username != account:
 		return fmt.Sprintf("it was created by %q, not by the operation's account %s", by.Username, account), nil
 	case by.PodName == "" || by.PodUID == "":
@@ -556,12 +561,18 @@ func (r *SchemaReconciler) foreign(ctx context.Context, s *v1alpha1.PtahSchema, 
 	r.deleteJob(ctx, s, c)
 	r.revoke(ctx, s, c)
 	r.release(ctx, s, c)
+	if bad.unstamped {
+		setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, "result_unstamped: "+bad.Error())
+	}
 	next := newClaim(s, c.Type, c.Attempt, r.Binding.of(s), r.clock())
 	if c.Approval != "" {
 		r.returnApproval(ctx, s, c)
 		next.Approval = c.Approval
 	}
-	return reconcile.Result{}, r.claimOp(ctx, s, next, time.Time{})
+	// Claimed again after the read retry interval, so a cause that
+	// persists (a missing policy, a forger at work) is no busy loop.
+	at := r.clock().Add(resultReadRetry)
+	return reconcile.Result{RequeueAfter: resultReadRetry}, r.claimOp(ctx, s, next, at)
 }
 
 // vanished settles a dispatched claim whose Job is gone with no record:
