@@ -73,7 +73,11 @@ func TestMain(m *testing.M) {
 		if !setup(tb) {
 			return 1
 		}
-		return m.Run()
+		code := m.Run()
+		if !eventsRecordedAsReferenced(os.Stdout) {
+			code = 1
+		}
+		return code
 	}()
 	os.Exit(code)
 }
@@ -238,6 +242,7 @@ func newEnv(t *testing.T, opts ...func(*envOption)) *env {
 		f(&o)
 	}
 	e := &env{t: t, ns: "t-" + rand.String(8), logs: &syncBuffer{}, cfg: shared.api.Config, manager: o.manager}
+	provoked.ran(t)
 	e.db = strings.ReplaceAll(e.ns, "-", "_")
 	e.password = "planted-" + rand.String(16)
 	ctx := context.Background()
@@ -454,6 +459,7 @@ func (e *env) awaitEvent(reason string, timeout time.Duration) corev1.Event {
 // kind it is recorded on come from v1alpha1.EventReasons.
 func assertEvent(t *testing.T, ev corev1.Event, onName string) {
 	t.Helper()
+	provoked.add(t, ev)
 	var row *v1alpha1.EventReason
 	for i := range v1alpha1.EventReasons {
 		if v1alpha1.EventReasons[i].Reason == ev.Reason {
