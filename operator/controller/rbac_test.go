@@ -57,6 +57,14 @@ func TestManagerClusterRole(t *testing.T) {
 			return strings.HasPrefix(j.Name, "ptah-observe-shop-") && lost.CompareAndSwap(false, true)
 		}
 	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, c := range calls.refused() {
+				t.Logf("refused: %s %s: %s", c.method, c.path, c.denied)
+			}
+			t.Logf("the manager's requests:\n%s", calls)
+		}
+	})
 	// An owner account that does not exist is looked up, and refused.
 	e.schema(func(s *v1alpha1.PtahSchema) {
 		s.Name = "ghost"
@@ -113,9 +121,6 @@ func TestManagerClusterRole(t *testing.T) {
 			t.Errorf("role.yaml grants %s, which the manager never used: remove its marker from rbac.go", u)
 		}
 	})
-	if t.Failed() {
-		t.Logf("the manager's requests:\n%s", calls)
-	}
 }
 
 // TestUnusedRulesAreFound: the check above reports a rule nothing used, a
