@@ -16,6 +16,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
@@ -224,4 +226,48 @@ func readBack(ctx context.Context, rows map[string]v1alpha1.EventReason, ev core
 		return fmt.Sprintf("regards %s %s/%s with UID %s, the object there has %s", reg.Kind, reg.Namespace, reg.Name, reg.UID, on.GetUID())
 	}
 	return ""
+}
+
+// TestReadBackRefusesEventsOffTheReference: the check run after the tests
+// refuses an Event of the wrong type, on the wrong kind, from another
+// controller, or regarding an object that is not there any more.
+func TestReadBackRefusesEventsOffTheReference(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := "readback-" + strings.ToLower(rand.String(6))
+	must(t, shared.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	s := &v1alpha1.PtahSchema{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: ns}, Spec: v1alpha1.PtahSchemaSpec{
+		Target:  v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: "shop-db", Key: "url"}},
+		Desired: v1alpha1.Desired{OCIRef: shared.refV1},
+	}}
+	must(t, shared.c.Create(ctx, s))
+	rows := map[string]v1alpha1.EventReason{}
+	for _, r := range v1alpha1.EventReasons {
+		rows[r.Reason] = r
+	}
+	regarding := corev1.ObjectReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindPtahSchema, Namespace: ns, Name: s.Name, UID: s.UID}
+	for i, tc := range []struct {
+		name, reason, typ, controller string
+		regarding                     corev1.ObjectReference
+		refused                       bool
+	}{
+		{"as referenced", v1alpha1.EventPlanStale, corev1.EventTypeWarning, Name, regarding, false},
+		{"wrong type", v1alpha1.EventPlanStale, corev1.EventTypeNormal, Name, regarding, true},
+		{"wrong kind", v1alpha1.EventApprovalStale, corev1.EventTypeWarning, Name, regarding, true},
+		{"another controller", v1alpha1.EventPlanStale, corev1.EventTypeWarning, "someone-else", regarding, true},
+		{"object gone", v1alpha1.EventPlanStale, corev1.EventTypeWarning, Name, func() corev1.ObjectReference {
+			r := regarding
+			r.UID = "00000000-0000-0000-0000-000000000000"
+			return r
+		}(), true},
+	} {
+		ev := &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ev-%d", i), Namespace: ns},
+			EventTime: metav1.NowMicro(), Reason: tc.reason, Type: tc.typ, Action: "Test", Note: tc.name,
+			ReportingController: tc.controller, ReportingInstance: tc.controller + "-0", Regarding: tc.regarding}
+		must(t, shared.c.Create(ctx, ev))
+		why := readBack(ctx, rows, corev1.Event{ObjectMeta: ev.ObjectMeta, Reason: tc.reason})
+		if (why != "") != tc.refused {
+			t.Errorf("%s: readBack says %q, want refused %v", tc.name, why, tc.refused)
+		}
+	}
 }
