@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -302,20 +303,32 @@ func TestEventApplyOutcomeUnknown(t *testing.T) {
 func TestEventResultReadFailed(t *testing.T) {
 	t.Parallel()
 	var id *managerIdentity
-	var revoked atomic.Bool
-	var e *env
-	e = newEnv(t, func(o *envOption) {
+	var lost atomic.Bool
+	finishing, revoked := make(chan struct{}), make(chan struct{})
+	e := newEnv(t, func(o *envOption) {
 		o.config = asShippedRole(&id)
 		o.reconcile = func(r *SchemaReconciler) { r.ResultTimeout = 2 * time.Second }
+		// The first Resolve Job completes once the permission is revoked,
+		// without its record.
 		o.kubelet.Complete = func(j *batchv1.Job) bool {
-			if !strings.HasPrefix(j.Name, "ptah-resolve-") || !revoked.CompareAndSwap(false, true) {
+			if !strings.HasPrefix(j.Name, "ptah-resolve-") || !lost.CompareAndSwap(false, true) {
 				return false
 			}
-			id.revoke(t, e.ns, v1alpha1.GroupVersion.Group, "ptahresultrecords", "get", "list", "watch")
+			close(finishing)
+			<-revoked
 			return true
 		}
 	})
+	release := sync.OnceFunc(func() { close(revoked) })
+	t.Cleanup(release) // before the kubelet's, which waits for the Job
 	e.schema()
+	select {
+	case <-finishing:
+	case <-time.After(converge):
+		t.Fatalf("no Resolve Job ran; events:\n%s", e.eventLines())
+	}
+	id.revoke(t, e.ns, v1alpha1.GroupVersion.Group, "ptahresultrecords", "get", "list", "watch")
+	release()
 	ev := e.awaitEvent(v1alpha1.EventResultReadFailed, converge)
 	assertEvent(t, ev, "shop")
 	s := e.get("shop")
