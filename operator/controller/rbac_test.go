@@ -403,3 +403,36 @@ func unusedRules(role *rbacv1.ClusterRole, used map[apiUse]bool) []apiUse {
 	}
 	return out
 }
+
+// TestMissingRuleIsRefused: under the shipped role without one of its rules
+// (create Jobs), the recorder sees the API server refuse the manager, and no
+// Job exists: what TestManagerClusterRole reports when a marker is missing.
+func TestMissingRuleIsRefused(t *testing.T) {
+	t.Parallel()
+	calls := &callLog{}
+	var id *managerIdentity
+	e := newEnv(t, func(o *envOption) {
+		o.config = func(e *env) *rest.Config {
+			cfg := asShippedRole(&id)(e)
+			id.revoke(e.t, e.ns, "batch", "jobs", "create")
+			cfg.Wrap(calls.wrap)
+			return cfg
+		}
+	})
+	e.schema()
+	deadline := time.Now().Add(30 * time.Second)
+	for len(calls.refused()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no request was refused within 30s; requests:\n%s", calls)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, c := range calls.refused() {
+		if !slices.Contains(c.uses, apiUse{"batch", "jobs", "create"}) || !strings.Contains(c.denied, `cannot create resource "jobs"`) {
+			t.Errorf("refused %s %s (%v): %s; want only the Job creation", c.method, c.path, c.uses, c.denied)
+		}
+	}
+	if n := len(e.jobs("")); n != 0 {
+		t.Errorf("%d Jobs created without the permission to create them", n)
+	}
+}
