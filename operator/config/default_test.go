@@ -92,7 +92,10 @@ func TestDefaultBaseInstalls(t *testing.T) {
 		{"operator.ptah.run", "ptahschemaplans", "", "create", true},
 		{"operator.ptah.run", "ptahschemaapprovals", "", "create", false},
 		{"operator.ptah.run", "ptahschemaapprovals", "", "update", false},
-		{"", "serviceaccounts", "token", "create", true},
+		// No token for any account in the cluster: the operations' Pods get
+		// theirs projected by the kubelet.
+		{"", "serviceaccounts", "token", "create", false},
+		{"operator.ptah.run", "ptahschemas", "", "update", false},
 	} {
 		name := fmt.Sprintf("%s %s/%s in group %q", tc.verb, tc.resource, tc.subresource, tc.group)
 		ok, err := allowed(ctx, c, tc.group, tc.resource, tc.subresource, tc.verb)

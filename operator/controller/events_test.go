@@ -4,14 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/runner"
 )
 
 // One test per Event reason of the reference that concerns PtahSchema. Each
@@ -136,16 +136,28 @@ func TestEventApprovalAccepted(t *testing.T) {
 	}
 }
 
+// TestEventApprovalStale: a reviewer approves the plan they read, after the
+// spec changed and a new plan replaced it.
 func TestEventApprovalStale(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.schema(onApproval)
-	s := awaitApprovalOf(e)
-	approvalFor(e, "old", s.Name+"-0000000000000000", "sha256:"+strings.Repeat("0", 64))
+	earlier := *awaitApprovalOf(e).Status.Plan
+	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Desired.OCIRef = shared.refV2 })
+	s := e.await("shop", "a new plan awaiting approval", converge, func(s *v1alpha1.PtahSchema) bool {
+		return condition(v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval)(s) &&
+			s.Status.Plan != nil && s.Status.Plan.Name != earlier.Name
+	})
+	var p v1alpha1.PtahSchemaPlan
+	must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: earlier.Name}, &p))
+	if p.Spec.Fingerprint != earlier.Fingerprint {
+		t.Fatalf("the earlier plan %s has fingerprint %s, status said %s", p.Name, p.Spec.Fingerprint, earlier.Fingerprint)
+	}
+	approvalFor(e, "old", earlier.Name, earlier.Fingerprint)
 	ev := e.awaitEvent(v1alpha1.EventApprovalStale, 30*time.Second)
 	assertEvent(t, ev, "old")
-	if ev.InvolvedObject.Kind != v1alpha1.KindPtahSchemaApproval {
-		t.Errorf("ApprovalStale recorded on %s", ev.InvolvedObject.Kind)
+	if !strings.Contains(ev.Message, earlier.Name) || !strings.Contains(ev.Message, s.Status.Plan.Name) {
+		t.Errorf("ApprovalStale does not name the approved plan %s and the current one %s: %q", earlier.Name, s.Status.Plan.Name, ev.Message)
 	}
 	time.Sleep(2 * time.Second)
 	var a v1alpha1.PtahSchemaApproval
@@ -153,19 +165,15 @@ func TestEventApprovalStale(t *testing.T) {
 	if a.Annotations[AnnotationConsumedBy] != "" || len(e.jobs("ptah-apply-")) != 0 {
 		t.Errorf("a stale approval was consumed (annotations %v, %d Apply Jobs)", a.Annotations, len(e.jobs("ptah-apply-")))
 	}
+	if s := e.get("shop"); !conditionIs(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval) {
+		t.Errorf("after a stale approval: %s, want the new plan still awaiting approval", conditions(s))
+	}
 }
 
 func TestEventApprovalRevoked(t *testing.T) {
 	t.Parallel()
-	stopAtApply := func(r *SchemaReconciler) {
-		r.afterClaim = func(ctx context.Context, s *v1alpha1.PtahSchema) error {
-			if s.Status.ActiveOperation.Type == v1alpha1.OperationApply {
-				<-ctx.Done() // killed before the Job is created
-				return errStopped
-			}
-			return nil
-		}
-	}
+	// The manager is stopped between the Apply claim and its Job.
+	stopAtApply := failJobCreates(func(j *batchv1.Job) bool { return strings.HasPrefix(j.Name, "ptah-apply-") })
 	e := newEnv(t, func(o *envOption) { o.reconcile = stopAtApply })
 	e.schema(onApproval)
 	s := awaitApprovalOf(e)
@@ -289,36 +297,54 @@ func TestEventApplyOutcomeUnknown(t *testing.T) {
 	}
 }
 
+// TestEventResultReadFailed: the manager's permission to read result records
+// is revoked while an operation runs, and that operation's record was lost,
+// so the manager must read it from the API server, which refuses.
 func TestEventResultReadFailed(t *testing.T) {
 	t.Parallel()
-	forged := false
-	var e *env
-	e = newEnv(t, func(o *envOption) {
-		o.reconcile = func(r *SchemaReconciler) {
-			r.afterClaim = func(_ context.Context, s *v1alpha1.PtahSchema) error {
-				if forged {
-					return nil
-				}
-				forged = true
-				c := s.Status.ActiveOperation
-				// A record under the claim's name for another operation.
-				return shared.c.Create(context.Background(), &v1alpha1.PtahResultRecord{
-					ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: s.Namespace},
-					Spec: v1alpha1.PtahResultRecordSpec{
-						Subject:     v1alpha1.ResultSubject{Kind: v1alpha1.KindPtahSchema, Name: s.Name},
-						OperationID: "sha256:" + strings.Repeat("f", 64), Digest: c.CoordinationDigest,
-						Result: &v1alpha1.OperationResult{ResolvedDigest: "sha256:" + strings.Repeat("e", 64)},
-					},
-				})
+	var id *managerIdentity
+	var lost atomic.Bool
+	finishing, revoked := make(chan struct{}), make(chan struct{})
+	e := newEnv(t, func(o *envOption) {
+		o.config = asShippedRole(&id)
+		o.reconcile = func(r *SchemaReconciler) { r.ResultTimeout = 2 * time.Second }
+		// The first Resolve Job completes once the permission is revoked,
+		// without its record.
+		o.kubelet.Complete = func(j *batchv1.Job) bool {
+			if !strings.HasPrefix(j.Name, "ptah-resolve-") || !lost.CompareAndSwap(false, true) {
+				return false
 			}
+			close(finishing)
+			<-revoked
+			return true
 		}
 	})
+	release := sync.OnceFunc(func() { close(revoked) })
+	t.Cleanup(release) // before the kubelet's, which waits for the Job
 	e.schema()
-	ev := e.awaitEvent(v1alpha1.EventResultReadFailed, 30*time.Second)
+	select {
+	case <-finishing:
+	case <-time.After(converge):
+		t.Fatalf("no Resolve Job ran; events:\n%s", e.eventLines())
+	}
+	id.revoke(t, e.ns, v1alpha1.GroupVersion.Group, "ptahresultrecords", "get", "list", "watch")
+	release()
+	ev := e.awaitEvent(v1alpha1.EventResultReadFailed, converge)
 	assertEvent(t, ev, "shop")
 	s := e.get("shop")
-	if s.Status.Source != nil && s.Status.Source.ResolvedDigest == "sha256:"+strings.Repeat("e", 64) {
-		t.Errorf("the forged record was consumed: %+v", s.Status.Source)
+	c := s.Status.ActiveOperation
+	if c == nil || c.Type != v1alpha1.OperationResolve || !strings.Contains(ev.Message, "PtahResultRecord "+e.ns+"/"+c.JobName) || !strings.Contains(ev.Message, "forbidden") {
+		t.Errorf("ResultReadFailed does not identify the refused read of the active Resolve's record (%+v): %q", c, ev.Message)
+	}
+	if s.Status.Source != nil {
+		t.Errorf("a result was consumed while the manager could not read it: status.source %+v", s.Status.Source)
+	}
+	// Once it may read again, the lost record is found missing and the
+	// operation is tried again.
+	id.restore(t, e.ns, v1alpha1.GroupVersion.Group, "ptahresultrecords", "get")
+	inSync(e)
+	if n := len(e.jobs("ptah-resolve-")); n != 2 {
+		t.Errorf("%d Resolve Jobs, want the one whose record was lost and its retry", n)
 	}
 }
 
@@ -433,138 +459,154 @@ func TestEventPlanStale(t *testing.T) {
 	})
 }
 
+// TestEventResultReadTimedOut: the API server is slow. The runner's record is
+// written, but the manager's watch delivers it late and its direct read of the
+// record is answered after the time bound.
 func TestEventResultReadTimedOut(t *testing.T) {
 	t.Parallel()
-	var lost atomic.Bool
+	api := startSlowAPI(t, "ptahresultrecords", 4*time.Second)
 	e := newEnv(t, func(o *envOption) {
-		// The first Resolve Job completes, and its record never arrives.
-		o.kubelet.Complete = func(j *batchv1.Job) bool {
-			return strings.HasPrefix(j.Name, "ptah-resolve-") && lost.CompareAndSwap(false, true)
-		}
+		o.config = api.config
 		o.reconcile = func(r *SchemaReconciler) { r.ResultTimeout = time.Second }
 	})
+	api.slow.Store(true)
 	e.schema()
 	ev := e.awaitEvent(v1alpha1.EventResultReadTimedOut, converge)
+	api.slow.Store(false)
 	assertEvent(t, ev, "shop")
-	if !strings.Contains(ev.Message, "within 1s") {
-		t.Errorf("ResultReadTimedOut does not carry its time bound: %q", ev.Message)
+	if !strings.Contains(ev.Message, "exceeded its time bound of 1s") || !strings.Contains(ev.Message, "ptah-resolve-shop-") {
+		t.Errorf("ResultReadTimedOut does not name the read of the Resolve's record and its time bound: %q", ev.Message)
 	}
-	// It is retried: a second Resolve, and the schema converges.
+	// The record was slow, not lost: it is consumed, with no second Resolve.
 	inSync(e)
-	if n := len(e.jobs("ptah-resolve-")); n != 2 {
-		t.Errorf("%d Resolve Jobs, want the lost one and its retry", n)
+	if n := len(e.jobs("ptah-resolve-")); n != 1 {
+		t.Errorf("%d Resolve Jobs, want the one whose record was late", n)
 	}
 }
 
+// TestEventLeaseContinuityLost: the manager is stopped while a Plan runs and
+// stays away longer than the database lease, so nothing renews it; the Plan's
+// record is written after the lease lapsed.
 func TestEventLeaseContinuityLost(t *testing.T) {
 	t.Parallel()
-	var taken atomic.Bool
-	var e *env
-	e = newEnv(t, func(o *envOption) {
-		// While the first Plan runs, another holder takes the database lease.
+	const lease = 4 * time.Second
+	withLease := func(r *SchemaReconciler) { r.LeaseDuration = lease }
+	started, resume := make(chan string, 1), make(chan struct{})
+	var held atomic.Bool
+	e := newEnv(t, func(o *envOption) {
+		o.reconcile = withLease
 		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
-			if !strings.HasPrefix(j.Name, "ptah-plan-") || !taken.CompareAndSwap(false, true) {
+			if !strings.HasPrefix(j.Name, "ptah-plan-") || !held.CompareAndSwap(false, true) {
 				return
 			}
-			for {
-				var l coordinationv1.Lease
-				if err := shared.c.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: leaseName(e.get("shop"))}, &l); err != nil {
-					t.Errorf("the Plan Job runs without the database Lease: %v", err)
-					return
-				}
-				now := metav1.NowMicro()
-				l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = ptr.To("another-manager"), &now, &now
-				l.Spec.LeaseDurationSeconds = ptr.To[int32](1)
-				err := shared.c.Update(ctx, &l)
-				if err == nil {
-					return
-				}
-				if !apierrors.IsConflict(err) {
-					t.Errorf("take the Lease: %v", err)
-					return
-				}
+			started <- j.Name
+			select {
+			case <-resume:
+			case <-ctx.Done():
 			}
 		}
 	})
 	e.schema()
+	var plan string
+	select {
+	case plan = <-started:
+	case <-time.After(converge):
+		t.Fatalf("no Plan Job ran; events:\n%s", e.eventLines())
+	}
+	e.stop()
+	time.Sleep(2*lease + 2*time.Second)
+	close(resume)
+	ctx, cancel := context.WithTimeout(context.Background(), converge)
+	defer cancel()
+	if run, err := e.kubelet.Wait(ctx, e.ns, plan); err != nil || run.Outcome == nil {
+		t.Fatalf("the Plan Job %s did not deliver its record: %v %+v", plan, err, run)
+	}
+	e.startManager(withLease)
 	ev := e.awaitEvent(v1alpha1.EventLeaseContinuityLost, converge)
 	assertEvent(t, ev, "shop")
-	if !strings.Contains(ev.Message, "another-manager") {
-		t.Errorf("LeaseContinuityLost does not say who holds the lease: %q", ev.Message)
+	if !strings.Contains(ev.Message, plan) || !strings.Contains(ev.Message, "lapsed before") {
+		t.Errorf("LeaseContinuityLost does not say the lease of Plan %s lapsed: %q", plan, ev.Message)
 	}
 	inSync(e)
-	// The plan made without the lease was discarded: the proof restarted
-	// with an Observe and a second Plan, and only then was anything applied.
-	// The Plan Job that lost the lease may be deleted: count what was started.
-	started := map[string]int{}
-	for _, m := range e.eventsOf(v1alpha1.EventOperationStarted) {
-		op, _, _ := strings.Cut(m, " ")
-		started[op]++
+	// The plan made after the lapse was discarded: the proof restarted with
+	// an Observe and another Plan, and only then was anything applied.
+	applies := e.jobs("ptah-apply-")
+	if len(applies) != 1 {
+		t.Fatalf("%d Apply Jobs, want 1", len(applies))
 	}
-	plans, applies := e.jobs("ptah-plan-"), e.jobs("ptah-apply-")
-	if started["Plan"] != 2 || started["Observe"] != 2 || started["Apply"] != 1 || len(applies) != 1 {
-		t.Fatalf("Plan, Observe, Apply Jobs started: %d, %d, %d; want 2, 2, 1", started["Plan"], started["Observe"], started["Apply"])
-	}
-	for _, p := range plans {
-		if applies[0].CreationTimestamp.Before(&p.CreationTimestamp) {
-			t.Errorf("Apply %s was created before Plan %s", applies[0].Name, p.Name)
+	later := 0
+	for _, p := range e.jobs("ptah-plan-") {
+		if p.Name != plan && !applies[0].CreationTimestamp.Before(&p.CreationTimestamp) {
+			later++
 		}
+	}
+	if later == 0 {
+		t.Errorf("Apply %s was not preceded by a Plan other than the discarded %s", applies[0].Name, plan)
 	}
 }
 
+// TestEventAdmissionSnapshotRefreshed: a manager writes a claim and is
+// stopped before it creates the Job; another, installed with a different
+// --plain-http-registries (a release input that changes the Pod template but
+// not the execution binding), takes over.
 func TestEventAdmissionSnapshotRefreshed(t *testing.T) {
 	t.Parallel()
-	stopAfterClaim := func(claims *[]*v1alpha1.ActiveOperation) func(*SchemaReconciler) {
+	release := func(plainHTTP []string, mods ...func(*SchemaReconciler)) func(*SchemaReconciler) {
 		return func(r *SchemaReconciler) {
-			r.afterClaim = func(ctx context.Context, s *v1alpha1.PtahSchema) error {
-				*claims = append(*claims, s.Status.ActiveOperation.DeepCopy())
-				<-ctx.Done() // killed before the Job is created
-				return errStopped
+			r.PlainHTTP = plainHTTP
+			for _, m := range mods {
+				m(r)
 			}
 		}
 	}
-	release := func(name string, then func(*SchemaReconciler)) func(*SchemaReconciler) {
-		return func(r *SchemaReconciler) {
-			r.newRelease = func(j *batchv1.Job) { j.Spec.Template.Annotations["example.com/release"] = name }
-			if then != nil {
-				then(r)
+	plain, tls := []string{shared.reg.Host}, []string(nil)
+	stopped := failJobCreates(anyJob)
+	claimOf := func(e *env) v1alpha1.ActiveOperation {
+		return *e.await("shop", "a claim in status", 20*time.Second, func(s *v1alpha1.PtahSchema) bool { return s.Status.ActiveOperation != nil }).Status.ActiveOperation
+	}
+	operation := func(j batchv1.Job) string {
+		for _, v := range j.Spec.Template.Spec.Containers[0].Env {
+			if v.Name == runner.EnvOperation {
+				return v.Value
 			}
 		}
+		return ""
 	}
 	t.Run("once, and the claim stands", func(t *testing.T) {
 		t.Parallel()
-		var claims []*v1alpha1.ActiveOperation
-		e := newEnv(t, func(o *envOption) { o.reconcile = stopAfterClaim(&claims) })
+		e := newEnv(t, func(o *envOption) { o.reconcile = release(tls, stopped) })
 		e.schema()
-		e.await("shop", "a claim in status", 20*time.Second, func(s *v1alpha1.PtahSchema) bool { return s.Status.ActiveOperation != nil })
-		e.restart(release("next", nil))
+		claimed := claimOf(e)
+		e.restart(release(plain))
 		ev := e.awaitEvent(v1alpha1.EventAdmissionSnapshotRefreshed, 30*time.Second)
 		assertEvent(t, ev, "shop")
+		if !strings.Contains(ev.Message, claimed.JobName) || !strings.Contains(ev.Message, claimed.PodTemplateDigest) {
+			t.Errorf("AdmissionSnapshotRefreshed does not name the claim %s and its recorded template %s: %q", claimed.JobName, claimed.PodTemplateDigest, ev.Message)
+		}
 		inSync(e)
 		resolves := e.jobs("ptah-resolve-")
-		if len(resolves) != 1 || len(claims) != 1 || resolves[0].Name != claims[0].JobName {
-			t.Fatalf("Resolve Jobs %v, want only the claimed one", names(resolves))
+		if len(resolves) != 1 || resolves[0].Name != claimed.JobName {
+			t.Fatalf("Resolve Jobs %v, want only the claimed %s", names(resolves), claimed.JobName)
 		}
-		if resolves[0].Spec.Template.Annotations["example.com/release"] != "next" {
-			t.Errorf("the Job was not built from the refreshed template: %v", resolves[0].Spec.Template.Annotations)
+		if op := operation(resolves[0]); !strings.Contains(op, `"plainHTTP":true`) {
+			t.Errorf("the Job was not built from the new manager's template: %s", op)
 		}
 	})
 	t.Run("a second change retires the claim", func(t *testing.T) {
 		t.Parallel()
-		var claims []*v1alpha1.ActiveOperation
-		e := newEnv(t, func(o *envOption) { o.reconcile = stopAfterClaim(&claims) })
+		e := newEnv(t, func(o *envOption) { o.reconcile = release(plain, stopped) })
 		e.schema()
-		e.await("shop", "a claim in status", 20*time.Second, func(s *v1alpha1.PtahSchema) bool { return s.Status.ActiveOperation != nil })
-		e.restart(release("next", stopAfterClaim(&claims)))
+		claimed := claimOf(e)
+		e.restart(release(tls, stopped))
 		e.awaitEvent(v1alpha1.EventAdmissionSnapshotRefreshed, 30*time.Second)
 		e.await("shop", "the refreshed snapshot", 20*time.Second, func(s *v1alpha1.PtahSchema) bool {
 			return s.Status.ActiveOperation != nil && s.Status.ActiveOperation.SnapshotRefreshed
 		})
-		e.restart(release("after-next", nil))
+		e.restart(release(plain))
 		inSync(e)
 		resolves := e.jobs("ptah-resolve-")
-		if len(resolves) != 1 || resolves[0].Name == claims[0].JobName {
-			t.Errorf("Resolve Jobs %v: want one, not the retired claim's %s", names(resolves), claims[0].JobName)
+		if len(resolves) != 1 || resolves[0].Name == claimed.JobName {
+			t.Errorf("Resolve Jobs %v: want one, not the retired claim's %s", names(resolves), claimed.JobName)
 		}
 		refreshed := 0
 		for _, ev := range e.events() {

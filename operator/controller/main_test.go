@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -72,7 +73,11 @@ func TestMain(m *testing.M) {
 		if !setup(tb) {
 			return 1
 		}
-		return m.Run()
+		code := m.Run()
+		if !eventsRecordedAsReferenced(os.Stdout) {
+			code = 1
+		}
+		return code
 	}()
 	os.Exit(code)
 }
@@ -87,7 +92,7 @@ func setup(tb *mainTB) (ok bool) {
 		}
 	}()
 	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
-	shared.api = testenv.StartAPIServer(tb, testenv.WithCRDs(filepath.Join("..", "config", "crd", "bases")))
+	shared.api = testenv.StartAPIServer(tb, testenv.WithCRDs(filepath.Join("..", "config", "crd", "bases")), ownerReferencesEnforced)
 	shared.pg = testenv.StartPostgres(tb)
 	shared.reg = testenv.StartRegistry(tb)
 	shared.ptah = jobsim.BuildPtah(tb, filepath.Join("..", ".."))
@@ -106,6 +111,14 @@ func setup(tb *mainTB) (ok bool) {
 	shared.refV1 = push(tb, "v1", schemaV1)
 	shared.refV2 = push(tb, "v2", schemaV2)
 	return true
+}
+
+// ownerReferencesEnforced runs the API server with the admission plugin some
+// distributions enable (OpenShift does): setting blockOwnerDeletion on an
+// owner reference needs update on the owner's finalizers. The manager's
+// ClusterRole is tested against it.
+func ownerReferencesEnforced(e *envtest.Environment) {
+	e.ControlPlane.GetAPIServer().Configure().Append("enable-admission-plugins", "OwnerReferencesPermissionEnforcement")
 }
 
 // noAdmission labels a namespace the approval admission policies skip: it
@@ -204,11 +217,20 @@ type env struct {
 	logs     *syncBuffer
 	stop     func()
 	rec      *SchemaReconciler
+	// cfg is how the manager reaches the API server (default: as admin).
+	cfg *rest.Config
+	// manager adjusts the manager's options.
+	manager func(*ctrl.Options)
 }
 
 type envOption struct {
 	kubelet   jobsim.Options
 	reconcile func(*SchemaReconciler)
+	// config is how the manager reaches the API server, given the test's
+	// namespace before anything is created in it (default: as admin).
+	config func(e *env) *rest.Config
+	// manager adjusts the manager's options.
+	manager func(*ctrl.Options)
 	// noAdmission: the approval admission policies skip the namespace.
 	noAdmission bool
 }
@@ -219,7 +241,8 @@ func newEnv(t *testing.T, opts ...func(*envOption)) *env {
 	for _, f := range opts {
 		f(&o)
 	}
-	e := &env{t: t, ns: "t-" + rand.String(8), logs: &syncBuffer{}}
+	e := &env{t: t, ns: "t-" + rand.String(8), logs: &syncBuffer{}, cfg: shared.api.Config, manager: o.manager}
+	provoked.ran(t)
 	e.db = strings.ReplaceAll(e.ns, "-", "_")
 	e.password = "planted-" + rand.String(16)
 	ctx := context.Background()
@@ -246,6 +269,9 @@ func newEnv(t *testing.T, opts ...func(*envOption)) *env {
 		ko.Runner.CredentialTimeout = 20 * time.Second
 	}
 	e.kubelet = jobsim.Start(t, shared.api.Config, ko)
+	if o.config != nil {
+		e.cfg = o.config(e)
+	}
 	e.startManager(o.reconcile)
 	t.Cleanup(func() {
 		e.stop()
@@ -262,7 +288,7 @@ func (e *env) secret(name string, data map[string]string) {
 func (e *env) startManager(mod func(*SchemaReconciler)) {
 	t := e.t
 	logger := zap.New(zap.WriteTo(e.logs), zap.UseDevMode(true))
-	mgr, err := ctrl.NewManager(shared.api.Config, ctrl.Options{
+	opts := ctrl.Options{
 		Scheme:                 shared.sch,
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -273,7 +299,11 @@ func (e *env) startManager(mod func(*SchemaReconciler)) {
 			o.DefaultNamespaces = map[string]cache.Config{e.ns: {}}
 			return o
 		}(),
-	})
+	}
+	if e.manager != nil {
+		e.manager(&opts)
+	}
+	mgr, err := ctrl.NewManager(e.cfg, opts)
 	if err != nil {
 		t.Fatalf("create manager: %v", err)
 	}
@@ -429,6 +459,7 @@ func (e *env) awaitEvent(reason string, timeout time.Duration) corev1.Event {
 // kind it is recorded on come from v1alpha1.EventReasons.
 func assertEvent(t *testing.T, ev corev1.Event, onName string) {
 	t.Helper()
+	provoked.add(t, ev)
 	var row *v1alpha1.EventReason
 	for i := range v1alpha1.EventReasons {
 		if v1alpha1.EventReasons[i].Reason == ev.Reason {

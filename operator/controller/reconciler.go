@@ -29,10 +29,6 @@ const (
 	podAdmissionRecheck = 10 * time.Second
 )
 
-// errStopped is returned by a test's afterClaim hook to end a reconcile the
-// way a killed manager would: with the claim written and no Job created.
-var errStopped = errors.New("manager stopped after writing the claim")
-
 // SchemaReconciler keeps PtahSchemas where their owners declared them, one
 // Job per operation. It never reads a Secret.
 type SchemaReconciler struct {
@@ -54,11 +50,7 @@ type SchemaReconciler struct {
 	// schema, newest first, past the retention (default 10).
 	PlanHistory int
 
-	now        func() time.Time
-	afterClaim func(context.Context, *v1alpha1.PtahSchema) error
-	// release stands in, in tests, for a manager release whose Pod template
-	// differs from the one before.
-	newRelease func(*batchv1.Job)
+	now func() time.Time
 	// refusals remembers the Pod-creation refusals already reported.
 	refusals map[types.UID]bool
 }
@@ -76,9 +68,6 @@ func (r *SchemaReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	res, err := r.pipeline(ctx, &s)
 	if apierrors.IsConflict(err) {
 		return reconcile.Result{Requeue: true}, nil // someone wrote first: read again
-	}
-	if errors.Is(err, errStopped) {
-		return reconcile.Result{}, nil
 	}
 	return res, err
 }
@@ -274,11 +263,6 @@ func (r *SchemaReconciler) writeClaim(ctx context.Context, s *v1alpha1.PtahSchem
 	}
 	if err := r.save(ctx, s); err != nil {
 		return err
-	}
-	if r.afterClaim != nil {
-		if err := r.afterClaim(ctx, s); err != nil {
-			return err
-		}
 	}
 	return nil
 }

@@ -134,18 +134,12 @@ func TestSuspendHolds(t *testing.T) {
 
 func TestRestartBetweenClaimAndJobResumes(t *testing.T) {
 	t.Parallel()
-	var claimed *v1alpha1.ActiveOperation
-	e := newEnv(t, func(o *envOption) {
-		o.reconcile = func(r *SchemaReconciler) {
-			r.afterClaim = func(ctx context.Context, s *v1alpha1.PtahSchema) error {
-				claimed = s.Status.ActiveOperation.DeepCopy()
-				<-ctx.Done() // killed before the Job is created
-				return errStopped
-			}
-		}
-	})
+	// The first manager writes its claim and is stopped before its Job
+	// reaches the API server.
+	e := newEnv(t, func(o *envOption) { o.reconcile = failJobCreates(anyJob) })
 	e.schema()
 	s := e.await("shop", "a claim in status", 20*time.Second, func(s *v1alpha1.PtahSchema) bool { return s.Status.ActiveOperation != nil })
+	claimed := *s.Status.ActiveOperation
 	time.Sleep(time.Second)
 	if n := len(e.jobs("")); n != 0 {
 		t.Fatalf("the stopped manager created %d Jobs", n)
@@ -155,8 +149,8 @@ func TestRestartBetweenClaimAndJobResumes(t *testing.T) {
 		return s.Status.ActiveOperation == nil || s.Status.ActiveOperation.Type != v1alpha1.OperationResolve
 	})
 	resolves := e.jobs("ptah-resolve-shop-")
-	if len(resolves) != 1 || resolves[0].Name != s.Status.ActiveOperation.JobName || claimed == nil || claimed.JobName != resolves[0].Name {
-		t.Errorf("Resolve Jobs %v, want exactly the claimed %s", names(resolves), s.Status.ActiveOperation.JobName)
+	if len(resolves) != 1 || resolves[0].Name != claimed.JobName {
+		t.Errorf("Resolve Jobs %v, want exactly the claimed %s", names(resolves), claimed.JobName)
 	}
 	e.await("shop", "InSync", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
 }

@@ -27,15 +27,7 @@ func (r *SchemaReconciler) snapshot(ctx context.Context, s *v1alpha1.PtahSchema,
 			"the Pod template of %s Job %s differs from the one its claim recorded (%s, now %s), usually because a new manager release took over; the claim stands and its admission snapshot is refreshed once",
 			c.Type, c.JobName, c.PodTemplateDigest, d)
 		c.PodTemplateDigest, c.SnapshotRefreshed = d, true
-		if err := r.save(ctx, s); err != nil {
-			return false, err
-		}
-		if r.afterClaim != nil {
-			if err := r.afterClaim(ctx, s); err != nil {
-				return false, err
-			}
-		}
-		return true, nil
+		return true, r.save(ctx, s)
 	}
 	log.FromContext(ctx).Info("the Pod template changed again after its admission snapshot was refreshed; the claim is retired and the operation claimed anew",
 		"job", c.JobName, "recorded", c.PodTemplateDigest, "now", d)
