@@ -99,15 +99,16 @@ func namedBy(s *v1alpha1.PtahSchema, kind, name string) string {
 }
 
 // missingPolicy is the configuration failure of a Verify whose policy
-// ConfigMap or key is missing (the manager may read ConfigMaps, so this is
-// found before any Job is made).
+// ConfigMap or key is missing (the manager caches ConfigMaps, so this is
+// found before any Job is made; the policy's ConfigMap is immutable, so
+// the cache cannot hold a stale copy of its content).
 func (r *SchemaReconciler) missingPolicy(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*failure, error) {
 	ref := s.Spec.Desired.VerificationPolicyFrom
 	if ref == nil || c.Type != v1alpha1.OperationVerify {
 		return nil, nil
 	}
 	var cm corev1.ConfigMap
-	err := r.APIReader.Get(ctx, ctrl.ObjectKey{Namespace: s.Namespace, Name: ref.Name}, &cm)
+	err := r.Client.Get(ctx, ctrl.ObjectKey{Namespace: s.Namespace, Name: ref.Name}, &cm)
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read the verification policy ConfigMap %s/%s: %w", s.Namespace, ref.Name, err)

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -95,9 +94,6 @@ func (r *SchemaReconciler) acquire(ctx context.Context, s *v1alpha1.PtahSchema, 
 		left := l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).Sub(now)
 		return min(max(time.Second, left), leaseRecheck), nil
 	}
-	if !slices.ContainsFunc(l.OwnerReferences, func(o metav1.OwnerReference) bool { return o.UID == s.UID }) {
-		l.OwnerReferences = append(l.OwnerReferences, leaseOwner(s))
-	}
 	if h != c.ID {
 		l.Spec.HolderIdentity = ptr.To(c.ID)
 		l.Spec.AcquireTime = &metav1.MicroTime{Time: now}
@@ -111,8 +107,11 @@ func (r *SchemaReconciler) acquire(ctx context.Context, s *v1alpha1.PtahSchema, 
 	return 0, nil
 }
 
-// leaseOwner makes each schema that takes a database's lease one of its
-// owners: the lease is garbage-collected once every schema using it is gone.
+// leaseOwner makes the schema that creates a database's lease its owner, so
+// the lease goes with it. Owners are not added when another schema takes
+// the lease (changing owner references needs delete on leases, which the
+// manager otherwise never uses); a lease collected while another schema
+// still uses it is simply created again by its next operation.
 func leaseOwner(s *v1alpha1.PtahSchema) metav1.OwnerReference {
 	return metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindPtahSchema, Name: s.Name, UID: s.UID}
 }

@@ -11,8 +11,8 @@ package controller
 // for an Apply, get its one PtahSchemaPlan. RBAC lets it grant that Role
 // only because it holds the same permissions itself. Reads that must not be
 // stale (a result record, a plan, an approval being consumed, the running
-// Apply's Job, the database Lease, the owner's ServiceAccount, a policy
-// ConfigMap, the Pod a record's admission stamp names) go past the cache,
+// Apply's Job, the database Lease, the owner's ServiceAccount, the Pod a
+// record's admission stamp names) go past the cache,
 // hence get. Pods of its own operations are watched so one that cannot be
 // configured (a missing Secret or key) is diagnosed at once. Owner references
 // block their owner's deletion, which clusters running the
@@ -32,7 +32,7 @@ package controller
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=list;create
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=create;delete
