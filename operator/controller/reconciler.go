@@ -671,6 +671,7 @@ func (r *SchemaReconciler) podAdmission(ctx context.Context, s *v1alpha1.PtahSch
 }
 
 func (r *SchemaReconciler) save(ctx context.Context, s *v1alpha1.PtahSchema) error {
+	health(s)
 	if err := r.Client.Status().Update(ctx, s); err != nil {
 		return fmt.Errorf("write status of PtahSchema %s/%s: %w", s.Namespace, s.Name, err)
 	}

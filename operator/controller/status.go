@@ -70,3 +70,59 @@ func normal(sink eventSink, on runtime.Object, reason, action, format string, ar
 func warning(sink eventSink, on runtime.Object, reason, action, format string, args ...any) {
 	emit(sink, on, corev1.EventTypeWarning, reason, action, format, args...)
 }
+
+// health derives the kstatus conditions from the phase and the conditions
+// the pipeline keeps, so generic tools read a PtahSchema correctly: Current
+// once InSync; InProgress with Reconciling=True while an operation runs or a
+// failed one waits for its retry; Failed with Stalled=True and the reason
+// when nothing will change without a person: Blocked, a configuration
+// error, a plan awaiting approval, drift reported under apply: Never, or
+// spec.suspend. A GitOps rollout should stop there with the reason rather
+// than wait for its timeout (Argo CD's health check says Suspended for the
+// approval and the suspension, Degraded for the rest).
+func health(s *v1alpha1.PtahSchema) {
+	reconciling, stalled := "", ""
+	var why string
+	switch {
+	case conditionIs(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError):
+		stalled, why = v1alpha1.ReasonConfigurationError, message(s, v1alpha1.ConditionReconciliationFailed)
+	case s.Status.ActiveOperation != nil && s.Status.Phase != v1alpha1.PhaseFailed:
+		reconciling, why = v1alpha1.ReasonProgressing, fmt.Sprintf("%s operation %s", s.Status.ActiveOperation.Type, s.Status.ActiveOperation.JobName)
+	case s.Status.Phase == v1alpha1.PhaseBlocked:
+		stalled, why = reasonOf(s, v1alpha1.ConditionReady, v1alpha1.ReasonPolicyBlocked), message(s, v1alpha1.ConditionReady)
+	case s.Status.Phase == v1alpha1.PhaseAwaitingApproval:
+		stalled, why = v1alpha1.ReasonAwaitingApproval, message(s, v1alpha1.ConditionApprovalRequired)
+	case s.Status.Phase == v1alpha1.PhaseFailed:
+		reconciling, why = v1alpha1.ReasonOperationFailed, message(s, v1alpha1.ConditionReconciliationFailed)
+	case s.Status.Phase == v1alpha1.PhaseReadyToApply:
+		stalled, why = reasonOf(s, v1alpha1.ConditionReady, v1alpha1.ReasonPolicyBlocked), message(s, v1alpha1.ConditionReady)
+	case s.Status.Phase == v1alpha1.PhaseSuspended:
+		stalled, why = v1alpha1.ReasonSuspendedBySpec, message(s, v1alpha1.ConditionSuspended)
+	case s.Status.Phase == v1alpha1.PhaseInSync:
+	default:
+		reconciling, why = v1alpha1.ReasonProgressing, fmt.Sprintf("phase %s", s.Status.Phase)
+	}
+	set := func(typ, reason, idle string) {
+		if reason != "" {
+			setCondition(s, typ, metav1.ConditionTrue, reason, why)
+			return
+		}
+		setCondition(s, typ, metav1.ConditionFalse, idle, fmt.Sprintf("phase %s", s.Status.Phase))
+	}
+	set(v1alpha1.ConditionReconciling, reconciling, v1alpha1.ReasonIdle)
+	set(v1alpha1.ConditionStalled, stalled, v1alpha1.ReasonNotStalled)
+}
+
+func message(s *v1alpha1.PtahSchema, typ string) string {
+	if c := meta.FindStatusCondition(s.Status.Conditions, typ); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+func reasonOf(s *v1alpha1.PtahSchema, typ, def string) string {
+	if c := meta.FindStatusCondition(s.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionFalse {
+		return c.Reason
+	}
+	return def
+}

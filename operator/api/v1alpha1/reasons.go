@@ -24,6 +24,11 @@ const (
 	ConditionDatabaseReachable    = "DatabaseReachable"
 	ConditionPlanReady            = "PlanReady"
 	ConditionSuspended            = "Suspended"
+	// Reconciling and Stalled are the kstatus conventions (sigs.k8s.io/cli-utils
+	// pkg/kstatus) that Flux, kubectl wait-style tools and Argo CD read:
+	// derived from the phase and the conditions above on every status write.
+	ConditionReconciling = "Reconciling"
+	ConditionStalled     = "Stalled"
 )
 
 // Condition reasons. They are CamelCase and stable: they are the interface.
@@ -87,6 +92,9 @@ const (
 	ReasonPlanStale             = "PlanStale"
 	ReasonProtectedTableRefused = "ProtectedTableRefused"
 
+	// Reconciling=False and Stalled=False: nothing is in progress, nothing is stuck.
+	ReasonIdle       = "Idle"
+	ReasonNotStalled = "NotStalled"
 	// Suspended=True/False, following spec.suspend.
 	ReasonSuspendedBySpec = "SuspendedBySpec"
 	ReasonNotSuspended    = "NotSuspended"
