@@ -183,6 +183,7 @@ func (r *SchemaReconciler) release(ctx context.Context, s *v1alpha1.PtahSchema, 
 // leaseLost discards the result of c, which was produced without continuous
 // ownership of the database, and restarts the read-only proof.
 func (r *SchemaReconciler) leaseLost(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) error {
+	r.ended(s, c, "discarded")
 	warning(r.Events, s, v1alpha1.EventLeaseContinuityLost, "Coordinate",
 		"database lock ownership was not continuous during %s operation %s (%s), so its result is discarded and the proof restarts", runnerOp(c.Type), c.JobName, why)
 	if c.Type == v1alpha1.OperationApply {

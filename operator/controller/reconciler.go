@@ -60,6 +60,9 @@ type SchemaReconciler struct {
 func (r *SchemaReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var s v1alpha1.PtahSchema
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			forget(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	if !s.DeletionTimestamp.IsZero() {
@@ -401,6 +404,7 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 		return reconcile.Result{}, fmt.Errorf("create Job %s/%s for the %s operation: %w", s.Namespace, c.JobName, runnerOp(c.Type), err)
 	default:
 		normal(r.Events, s, v1alpha1.EventOperationStarted, "Dispatch", "%s Job %s started", c.Type, c.JobName)
+		jobsCreated.WithLabelValues(s.Namespace, string(c.Type)).Inc()
 	}
 	c.JobUID = string(j.UID)
 	now := metav1.Time{Time: r.clock()}
@@ -572,6 +576,7 @@ func (r *SchemaReconciler) vanished(ctx context.Context, s *v1alpha1.PtahSchema,
 // outcomeUnknown records that an Apply ended with no result to say whether
 // it changed the database, and observes the database read-only.
 func (r *SchemaReconciler) outcomeUnknown(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, msg, applying string) (reconcile.Result, error) {
+	r.ended(s, c, "unknown")
 	warning(r.Events, s, v1alpha1.EventApplyOutcomeUnknown, "ReadResult",
 		"%s, so whether it changed the database is unknown; observing the database read-only", msg)
 	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonApplyOutcomeUnknown, msg)
@@ -675,6 +680,7 @@ func (r *SchemaReconciler) save(ctx context.Context, s *v1alpha1.PtahSchema) err
 	if err := r.Client.Status().Update(ctx, s); err != nil {
 		return fmt.Errorf("write status of PtahSchema %s/%s: %w", s.Namespace, s.Name, err)
 	}
+	observe(s)
 	return nil
 }
 

@@ -55,6 +55,7 @@ func (r *SchemaReconciler) consume(ctx context.Context, s *v1alpha1.PtahSchema, 
 	if e := rec.Spec.Error; e != nil {
 		return r.refusedOrFailed(ctx, s, c, rec)
 	}
+	r.ended(s, c, "succeeded")
 	res := rec.Spec.Result
 	if res == nil {
 		res = &v1alpha1.OperationResult{}
@@ -169,6 +170,9 @@ func (r *SchemaReconciler) planned(ctx context.Context, s *v1alpha1.PtahSchema, 
 			proof = applied.Fingerprint // the plan the Apply ran, now proved
 		}
 		s.Status.Applied = &v1alpha1.Applied{ArtifactDigest: s.Status.Source.ResolvedDigest, PlanFingerprint: proof}
+		if c.Type == v1alpha1.OperationProof {
+			applyProved(s, r.clock())
+		}
 		msg := fmt.Sprintf("a fresh plan at generation %d has no changes", s.Generation)
 		setCondition(s, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
 		setCondition(s, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
@@ -290,6 +294,7 @@ func (r *SchemaReconciler) refusedOrFailed(ctx context.Context, s *v1alpha1.Ptah
 // and claims the retry: the same read-only operation, attempt+1, after the
 // failure interval; an Apply is followed by a read-only Observe instead.
 func (r *SchemaReconciler) failed(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, f failure) (reconcile.Result, error) {
+	r.ended(s, c, "failed")
 	now := r.clock()
 	full := f.message
 	if f.detail != nil {
@@ -324,6 +329,7 @@ func (r *SchemaReconciler) failed(ctx context.Context, s *v1alpha1.PtahSchema, c
 }
 
 func (r *SchemaReconciler) protectedTableRefused(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, child *v1alpha1.OperationError) (reconcile.Result, error) {
+	r.ended(s, c, "refused")
 	msg := fmt.Sprintf("the plan would change a table spec.policy.protectedTables fences off, so no plan is published: %s", child.Message)
 	warning(r.Events, s, v1alpha1.EventProtectedTableRefused, "Plan", "%s", msg)
 	s.Status.Plan = nil
@@ -337,6 +343,7 @@ func (r *SchemaReconciler) protectedTableRefused(ctx context.Context, s *v1alpha
 }
 
 func (r *SchemaReconciler) verificationRefused(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) (reconcile.Result, error) {
+	r.ended(s, c, "refused")
 	msg := fmt.Sprintf("verification refused %s, so no plan is produced from it: %s", s.Status.Source.ResolvedDigest, why)
 	warning(r.Events, s, v1alpha1.EventArtifactVerificationRefused, "Verify", "%s", msg)
 	s.Status.Source.Verified = false
@@ -352,6 +359,7 @@ func (r *SchemaReconciler) verificationRefused(ctx context.Context, s *v1alpha1.
 // planStale refuses to apply a plan whose basis no longer holds and reads
 // the database again.
 func (r *SchemaReconciler) planStale(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) (reconcile.Result, error) {
+	r.ended(s, c, "refused")
 	warning(r.Events, s, v1alpha1.EventPlanStale, "Apply", "plan %s is stale, so nothing applies it: %s", planRef(s), why)
 	setCondition(s, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonPlanStale, why)
 	setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, "plan is stale: "+why)
