@@ -19,7 +19,7 @@ HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/
 
 ## test: everything CI runs (host packages, envtest binaries, generated code up to date, lint, all tests,
 ## then the lab: its end-to-end test and the smoke on it)
-test: host-deps envtest check-generated lint scenarios recording unit lab-e2e lab-smoke
+test: host-deps envtest check-generated lint chart scenarios recording unit lab-e2e lab-smoke
 
 ## host-deps: install the missing Debian packages the tests need (needs root when any is missing)
 host-deps:
@@ -43,19 +43,42 @@ generate: $(CONTROLLER_GEN)
 	@if [ -d operator/api ]; then \
 	  $(CONTROLLER_GEN) object paths=./operator/api/... && \
 	  $(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases && \
-	  $(CONTROLLER_GEN) rbac:roleName=ptah-manager paths=./operator/controller/... output:rbac:artifacts:config=operator/config/rbac; \
+	  $(CONTROLLER_GEN) rbac:roleName=ptah-manager paths=./operator/controller/... output:rbac:artifacts:config=operator/config/rbac && \
+	  $(MAKE) --no-print-directory chart-files; \
 	else echo "generate: no API types yet, nothing to generate"; fi
+
+CHART := operator/chart/ptah-operator
+## chart-files: the chart's copies of the generated CRDs and RBAC rules and of the admission policies
+.PHONY: chart-files
+chart-files:
+	@rm -rf $(CHART)/files && mkdir -p $(CHART)/files/crds $(CHART)/files/rbac $(CHART)/files/admission
+	@cp operator/config/crd/bases/*.yaml $(CHART)/files/crds/
+	@cp operator/config/rbac/role.yaml $(CHART)/files/rbac/
+	@cp operator/config/admission/*.yaml $(CHART)/files/admission/
 
 ## check-generated: fail when `make generate` would change committed files
 check-generated: generate
-	@if [ -n "$$(git status --porcelain -- operator/api operator/config)" ]; then \
-	  git status --short -- operator/api operator/config; \
+	@if [ -n "$$(git status --porcelain -- operator/api operator/config operator/chart)" ]; then \
+	  git status --short -- operator/api operator/config operator/chart; \
 	  echo "generated code is stale: run make generate and commit the result"; exit 1; fi
 
 ## lint: gofmt and go vet
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+
+HELM := $(CACHE)/bin/helm-$(shell $(GO) list -m -f '{{.Version}}' helm.sh/helm/v3)
+$(HELM):
+	@mkdir -p $(dir $@)
+	GOBIN=$(CACHE)/bin-tmp $(GO) install helm.sh/helm/v3/cmd/helm@$(patsubst $(CACHE)/bin/helm-%,%,$@)
+	mv $(CACHE)/bin-tmp/helm $@
+
+## chart: helm lint, helm template and helm package of the operator's chart (Helm built from the Go module proxy, the version go.mod pins)
+.PHONY: chart
+chart: $(HELM)
+	$(HELM) lint --strict $(CHART)
+	$(HELM) template ptah $(CHART) --namespace ptah-system --kube-version $(KUBERNETES_VERSION) > /dev/null
+	@out=$$(mktemp -d) && $(HELM) package $(CHART) -d $$out && rm -rf $$out
 
 ## scenarios: every scenario file loads (format, refusals, environment names)
 scenarios:

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -25,6 +26,7 @@ import (
 func main() {
 	var (
 		image, ptahVersion, metricsAddr, probeAddr, plainHTTP string
+		watchNamespaces, selector                             string
 		leaderElect                                           bool
 		planHistory                                           int
 		resultTimeout, leaseDuration, retention               time.Duration
@@ -37,6 +39,8 @@ func main() {
 	flag.DurationVar(&retention, "history-retention", time.Hour, "how long finished Jobs and result records are kept before they are deleted")
 	flag.IntVar(&planHistory, "plan-history", 10, "how many plans nothing names any more are kept per schema past the retention (at least 1)")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one manager reconciles")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces to reconcile (default: all)")
+	flag.StringVar(&selector, "selector", "", "label selector of the PtahSchemas to reconcile (default: all)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "metrics endpoint address, plain HTTP, so bound to localhost by default (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	opts := zap.Options{}
@@ -49,6 +53,16 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("manager")
 
+	schemas, err := labels.Parse(selector)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "manager: --selector=%q: %v\n", selector, err)
+		os.Exit(2)
+	}
+	var namespaces []string
+	if watchNamespaces != "" {
+		namespaces = strings.Split(watchNamespaces, ",")
+	}
+
 	scheme := runtime.NewScheme()
 	must(clientgoscheme.AddToScheme(scheme))
 	must(v1alpha1.AddToScheme(scheme))
@@ -59,7 +73,7 @@ func main() {
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       "ptah-operator.operator.ptah.run",
-		Cache:                  controller.CacheOptions(),
+		Cache:                  controller.CacheOptions(namespaces, schemas),
 	})
 	if err != nil {
 		log.Error(err, "create the manager")

@@ -321,25 +321,27 @@ func (l *Lab) kubectlCmd(ctx context.Context, stdin string, args ...string) (str
 }
 
 func (l *Lab) upOperator(ctx context.Context, s *state, _ *created) (string, error) {
-	dir := filepath.Join(l.Root, "operator", "config", "default")
-	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err != nil {
-		return "skipped: operator/config/default is not in this tree", nil
-	}
-	overlay, err := l.operatorOverlay(dir)
+	controller, err := l.installRelease(ctx, l.releaseValues())
 	if err != nil {
 		return "", err
 	}
-	if _, err := l.kubectlCmd(ctx, "", "apply", "--server-side", "--force-conflicts", "-k", overlay); err != nil {
-		return "", err
-	}
-	controller := l.controllerName(ctx)
 	if n, _ := filepath.Glob(filepath.Join(l.OperatorImagesDir(), "*.tar")); len(n) == 0 {
-		return fmt.Sprintf("installed from operator/config/default; NOT waiting for deployment/%s: no operator images in %s (run make images)", controller, l.OperatorImagesDir()), nil
+		return fmt.Sprintf("installed as Helm release %s; NOT waiting for deployment/%s: no operator images in %s (run make images)", ReleaseName, controller, l.OperatorImagesDir()), nil
 	}
 	if _, err := l.kubectlCmd(ctx, "", "-n", OperatorNamespace, "rollout", "status", "deployment/"+controller, "--timeout=3m"); err != nil {
 		return "", fmt.Errorf("controller deployment/%s not Available: %w", controller, err)
 	}
-	return fmt.Sprintf("installed from operator/config/default; deployment/%s Available", controller), nil
+	return fmt.Sprintf("installed as Helm release %s in %s; deployment/%s Available", ReleaseName, OperatorNamespace, controller), nil
+}
+
+// releaseValues are the chart values the lab installs with.
+func (l *Lab) releaseValues() map[string]any {
+	return map[string]any{
+		"image":               map[string]any{"repository": "ptah-manager", "tag": "dev", "pullPolicy": "IfNotPresent"},
+		"executor":            map[string]any{"image": "ptah-executor:dev"},
+		"plainHTTPRegistries": []any{registryInCluster()},
+		"podAnnotations":      map[string]any{"ptah.run/manager-image-digest": l.imageBuild().get("PTAH_LAB_MANAGER_DIGEST")},
+	}
 }
 
 // controllerName is the operator's Deployment as installed, else the default.
@@ -382,40 +384,6 @@ func (l *Lab) upEnvironment(ctx context.Context, s *state, _ *created) (string, 
 		return "", err
 	}
 	return l.environmentFile() + " (0600)", nil
-}
-
-// operatorOverlay writes the kustomization the lab installs: the operator's
-// own base, with the lab's registry reached over plain HTTP (it has no TLS
-// certificate), and the manager's image digest on its Pod template, so a
-// rebuilt image (same tag) rolls the manager. It lives under demo/.lab, so
-// the tree keeps one base.
-func (l *Lab) operatorOverlay(base string) (string, error) {
-	dir := filepath.Join(l.Dir, "operator")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	rel, err := filepath.Rel(dir, base)
-	if err != nil {
-		return "", err
-	}
-	k := fmt.Sprintf(`# Written by lab up: operator/config/default as the lab runs it.
-apiVersion: kustomize.config.k8s.io/v1beta1
-kind: Kustomization
-resources:
-- %s
-patches:
-- target:
-    kind: Deployment
-    name: %s
-  patch: |-
-    - op: add
-      path: /spec/template/spec/containers/0/args
-      value: ["--plain-http-registries=%s"]
-    - op: add
-      path: /spec/template/metadata/annotations
-      value: {"ptah.run/manager-image-digest": %q}
-`, filepath.ToSlash(rel), defaultController, registryInCluster(), l.imageBuild().get("PTAH_LAB_MANAGER_DIGEST"))
-	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
 func registryInCluster() string { return registryService + "." + Namespace + ".svc:5000" }

@@ -10,7 +10,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -21,12 +20,16 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
+
+	"ptah.run/operator/operator/chart"
 )
 
 // The faults the tests provoke, each through a real component: a manager
@@ -59,16 +62,38 @@ func (noWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (
 	return nil, errors.New("the reconciler does not watch through its client")
 }
 
-// shippedRole is the manager's ClusterRole as operator/config/rbac/role.yaml
-// ships it.
+// shippedRole is the manager's ClusterRole as the chart installs it with its
+// defaults (release ptah in ptah-system).
 func shippedRole(t testing.TB) *rbacv1.ClusterRole {
 	t.Helper()
 	var role rbacv1.ClusterRole
-	readYAML(t, filepath.Join("..", "config", "rbac", "role.yaml"), &role)
-	if role.Kind != "ClusterRole" || len(role.Rules) == 0 {
-		t.Fatalf("role.yaml holds no ClusterRole with rules: %+v", role)
+	shipped(t, "ClusterRole", &role)
+	if len(role.Rules) == 0 {
+		t.Fatalf("the chart's ClusterRole has no rules: %+v", role)
 	}
 	return &role
+}
+
+// shipped decodes the one object of kind the chart renders with its
+// defaults, as `helm install ptah --namespace ptah-system` installs it.
+func shipped(t testing.TB, kind string, into any) {
+	t.Helper()
+	objs, err := chart.Render("ptah", "ptah-system", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("the chart renders %d objects of kind %s, want 1", len(found), kind)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(found[0].Object, into); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func readYAML(t testing.TB, path string, into any) {

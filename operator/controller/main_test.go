@@ -295,7 +295,7 @@ func (e *env) startManager(mod func(*SchemaReconciler)) {
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 		Cache: func() cache.Options {
-			o := CacheOptions()
+			o := CacheOptions(nil, nil)
 			o.DefaultNamespaces = map[string]cache.Config{e.ns: {}}
 			return o
 		}(),

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -146,8 +145,8 @@ func TestUnusedRulesAreFound(t *testing.T) {
 	}
 }
 
-// shippedManager installs operator/config/rbac as shipped (its namespace, its
-// ServiceAccount, ClusterRole and ClusterRoleBinding), and returns a config
+// shippedManager installs the manager's identity as the chart ships it (its
+// namespace, its ServiceAccount, ClusterRole and ClusterRoleBinding), and returns a config
 // that reaches the API server with a token of that account, recording each
 // request in calls.
 func shippedManager(e *env, calls *callLog) *rest.Config {
@@ -155,11 +154,11 @@ func shippedManager(e *env, calls *callLog) *rest.Config {
 	ctx := context.Background()
 	var sa corev1.ServiceAccount
 	var binding rbacv1.ClusterRoleBinding
-	readYAML(t, filepath.Join("..", "config", "rbac", "service_account.yaml"), &sa)
-	readYAML(t, filepath.Join("..", "config", "rbac", "role_binding.yaml"), &binding)
+	shipped(t, "ServiceAccount", &sa)
+	shipped(t, "ClusterRoleBinding", &binding)
 	role := shippedRole(t)
 	if binding.RoleRef.Name != role.Name || len(binding.Subjects) != 1 || binding.Subjects[0].Name != sa.Name || binding.Subjects[0].Namespace != sa.Namespace {
-		t.Fatalf("role_binding.yaml does not bind ClusterRole %s to ServiceAccount %s/%s: %+v", role.Name, sa.Namespace, sa.Name, binding)
+		t.Fatalf("the chart's ClusterRoleBinding does not bind ClusterRole %s to ServiceAccount %s/%s: %+v", role.Name, sa.Namespace, sa.Name, binding)
 	}
 	for _, o := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: sa.Namespace}}, &sa, role, &binding} {
 		if err := shared.c.Create(ctx, o); !apierrors.IsAlreadyExists(err) {

@@ -34,10 +34,22 @@ func New(mgr ctrl.Manager, b Binding, plainHTTP []string) *SchemaReconciler {
 }
 
 // CacheOptions keeps only the Jobs and Pods of this manager's operations in
-// its cache.
-func CacheOptions() cache.Options {
+// its cache; namespaces, when given, limit everything it watches to them,
+// and schemas, when given, limits the PtahSchemas it reconciles to those it
+// selects: one install per team.
+func CacheOptions(namespaces []string, schemas labels.Selector) cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: managed}, &corev1.Pod{}: {Label: managed}}}
+	o := cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: managed}, &corev1.Pod{}: {Label: managed}}}
+	if schemas != nil && !schemas.Empty() {
+		o.ByObject[&v1alpha1.PtahSchema{}] = cache.ByObject{Label: schemas}
+	}
+	if len(namespaces) > 0 {
+		o.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			o.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return o
 }
 
 // SetupWithManager reconciles a schema when its spec changes, when one of
