@@ -3,6 +3,11 @@
 //
 //	kubectl ptah plan SCHEMA [--applied] [-o text|sql|json] [-n NAMESPACE]
 //	kubectl ptah status SCHEMA [-n NAMESPACE]
+//	kubectl ptah events SCHEMA [-n NAMESPACE]
+//	kubectl ptah approve SCHEMA [--name APPROVAL] [-n NAMESPACE]
+//
+// approve is its one write: a PtahSchemaApproval of the plan the schema
+// awaits, checked against its digest first; admission stamps the approver.
 package main
 
 import (
@@ -11,7 +16,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
@@ -19,12 +27,15 @@ import (
 
 	"ptah.run/operator/cmd/internal/flags"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/approval"
 	"ptah.run/operator/operator/describe"
 )
 
 const usage = `usage:
   kubectl ptah plan SCHEMA [--applied] [-o text|sql|json] [-n NAMESPACE]
   kubectl ptah status SCHEMA [-n NAMESPACE]
+  kubectl ptah events SCHEMA [-n NAMESPACE]
+  kubectl ptah approve SCHEMA [--name APPROVAL] [-n NAMESPACE]
 
 The cluster is the one KUBECONFIG (or --kubeconfig) names; the namespace
 defaults to its current context's.
@@ -38,13 +49,13 @@ func main() {
 }
 
 func run(args []string, stdout io.Writer) error {
-	if len(args) == 0 || (args[0] != "plan" && args[0] != "status") {
-		return fmt.Errorf("want a verb, plan or status\n%s", usage)
+	if len(args) == 0 || !slices.Contains([]string{"plan", "status", "events", "approve"}, args[0]) {
+		return fmt.Errorf("want a verb: plan, status, events or approve\n%s", usage)
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("kubectl ptah "+verb, flag.ContinueOnError)
 	fs.Usage = func() { fmt.Fprint(os.Stderr, usage) }
-	var namespace, kubeconfig, output string
+	var namespace, kubeconfig, output, name string
 	var applied bool
 	fs.StringVar(&namespace, "n", "", "namespace (default: the context's)")
 	fs.StringVar(&namespace, "namespace", "", "namespace (default: the context's)")
@@ -53,6 +64,9 @@ func run(args []string, stdout io.Writer) error {
 		fs.StringVar(&output, "o", describe.FormatText, "output: text, sql or json")
 		fs.StringVar(&output, "output", describe.FormatText, "output: text, sql or json")
 		fs.BoolVar(&applied, "applied", false, "the plan last proved applied instead of the current one")
+	}
+	if verb == "approve" {
+		fs.StringVar(&name, "name", "", "the approval's name (default: SCHEMA-<8 hex of the plan's fingerprint>)")
 	}
 	positional, err := flags.ParseInterleaved(fs, args[1:])
 	if err != nil {
@@ -78,6 +92,9 @@ func run(args []string, stdout io.Writer) error {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("connect to %s: %w", cfg.Host, err)
@@ -85,8 +102,22 @@ func run(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := describe.Reader{Client: c, Namespace: namespace}
-	if verb == "plan" {
+	switch verb {
+	case "plan":
 		return r.Plan(ctx, stdout, positional[0], applied, output)
+	case "events":
+		return r.Events(ctx, stdout, positional[0], time.Now())
+	case "approve":
+		a, err := approval.Approve(ctx, c, namespace, positional[0], name)
+		if err != nil {
+			return err
+		}
+		by := "(not stamped: the approval admission policies are not installed, so the operator will not consume it)"
+		if a.ApprovedBy != nil && a.ApprovedBy.Username != "" {
+			by = "by " + a.ApprovedBy.Username
+		}
+		_, err = fmt.Fprintf(stdout, "ptahschemaapproval.operator.ptah.run/%s created: plan %s approved %s\n", a.Name, a.Spec.PlanName, by)
+		return err
 	}
 	return r.Status(ctx, stdout, positional[0], time.Now())
 }

@@ -1,0 +1,68 @@
+package describe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// Events prints, oldest first, the Events recorded on the schema and on the
+// approvals that name it (an approval that went stale carries its own).
+func (r Reader) Events(ctx context.Context, w io.Writer, name string, now time.Time) error {
+	if _, err := r.schema(ctx, name); err != nil {
+		return err
+	}
+	var approvals v1alpha1.PtahSchemaApprovalList
+	if err := r.Client.List(ctx, &approvals, client.InNamespace(r.Namespace)); err != nil {
+		return fmt.Errorf("list ptahschemaapprovals in namespace %s: %w", r.Namespace, err)
+	}
+	on := map[string]bool{v1alpha1.KindPtahSchema + "/" + name: true}
+	for _, a := range approvals.Items {
+		if a.Spec.SchemaName == name {
+			on[v1alpha1.KindPtahSchemaApproval+"/"+a.Name] = true
+		}
+	}
+	var list corev1.EventList
+	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
+		return fmt.Errorf("list events in namespace %s: %w", r.Namespace, err)
+	}
+	var evs []corev1.Event
+	for _, ev := range list.Items {
+		if on[ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name] {
+			evs = append(evs, ev)
+		}
+	}
+	sort.SliceStable(evs, func(i, j int) bool { return when(evs[i]).Before(when(evs[j])) })
+	if len(evs) == 0 {
+		_, err := fmt.Fprintf(w, "No events on ptahschema %s or its approvals.\n", name)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGE\tTYPE\tREASON\tOBJECT\tMESSAGE")
+	for _, ev := range evs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s/%s\t%s\n", now.Sub(when(ev)).Round(time.Second), ev.Type, ev.Reason,
+			ev.InvolvedObject.Kind, ev.InvolvedObject.Name, oneLine(ev.Message))
+	}
+	return tw.Flush()
+}
+
+// when is an Event's latest time, whichever API recorded it.
+func when(ev corev1.Event) time.Time {
+	switch {
+	case !ev.LastTimestamp.IsZero():
+		return ev.LastTimestamp.Time
+	case ev.Series != nil && !ev.Series.LastObservedTime.IsZero():
+		return ev.Series.LastObservedTime.Time
+	case !ev.EventTime.IsZero():
+		return ev.EventTime.Time
+	}
+	return ev.CreationTimestamp.Time
+}
