@@ -50,7 +50,7 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) error {
 	for _, f := range files {
 		if err := database.ExecScript(ctx, exec, db.Target, f.Name, f.Text, report.Parse); err != nil {
 			e := report.AsError(err)
-			e.Message = "loading the desired schema into the dev database: " + e.Message
+			e.Message += " (loading the desired schema into the dev database)"
 			return e
 		}
 	}
