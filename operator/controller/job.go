@@ -114,6 +114,7 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plan []byte) *batchv1.Job {
 	op := operation(s, c, slices.Contains(r.PlainHTTP, registryHost(s.Spec.Desired.OCIRef)))
 	j := job(s, c, r.Binding.of(s), op, plan)
+	r.withDevDatabase(j, s, c)
 	if r.newRelease != nil {
 		r.newRelease(j)
 	}

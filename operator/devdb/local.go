@@ -33,9 +33,10 @@ var Script string
 const Role = "ptah"
 
 // SocketURL is the dev URL of a server Script started with its socket in dir.
+// The directory stays readable in it (slashes unescaped).
 func SocketURL(dir string) string {
 	u := url.URL{Scheme: "postgres", User: url.User(Role), Path: "/postgres",
-		RawQuery: url.Values{"host": {dir}, "sslmode": {"disable"}}.Encode()}
+		RawQuery: "host=" + strings.ReplaceAll(url.QueryEscape(dir), "%2F", "/") + "&sslmode=disable"}
 	return u.String()
 }
 

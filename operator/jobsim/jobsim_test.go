@@ -26,6 +26,7 @@ import (
 
 	"ptah.run/operator/acceptance/testenv"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/jobsim"
 	"ptah.run/operator/operator/runner"
 )
@@ -190,11 +191,40 @@ func (l *lab) run(t testing.TB, o operation) *batchv1.Job {
 			},
 		},
 	}
+	if loadsDesired(o.op.Type) {
+		withDevSidecar(&job.Spec.Template.Spec)
+	}
 	created, err := l.cs.BatchV1().Jobs(o.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create Job: %v", err)
 	}
 	return created
+}
+
+func loadsDesired(op string) bool {
+	return op == runner.OpObserve || op == runner.OpPlan || op == runner.OpProof
+}
+
+// withDevSidecar gives a Pod the dev database as the manager does: a native
+// sidecar running devdb.Script, its unix socket in an emptyDir shared with
+// the runner, a startup probe, and the socket's URL in the runner's env.
+func withDevSidecar(pod *corev1.PodSpec) {
+	const sock, data = "/run/ptah-dev", "/var/lib/ptah-dev"
+	pod.InitContainers = append(pod.InitContainers, corev1.Container{
+		Name: "dev-database", Image: "ptah-dev-database:15", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
+		Command: []string{"/bin/sh", "-c", devdb.Script, "ptah-dev-database"},
+		Env:     []corev1.EnvVar{{Name: "PGDATA", Value: data + "/data"}, {Name: "PTAH_DEV_SOCKET_DIR", Value: sock}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "dev-socket", MountPath: sock}, {Name: "dev-data", MountPath: data}},
+		StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+			Command: []string{"pg_isready", "-q", "-h", sock, "-U", devdb.Role, "-d", "postgres"}}},
+			PeriodSeconds: 1, FailureThreshold: 60},
+	})
+	run := &pod.Containers[0]
+	run.Env = append(run.Env, corev1.EnvVar{Name: devdb.URLEnv, Value: devdb.SocketURL(sock)})
+	run.VolumeMounts = append(run.VolumeMounts, corev1.VolumeMount{Name: "dev-socket", MountPath: sock})
+	pod.Volumes = append(pod.Volumes,
+		corev1.Volume{Name: "dev-socket", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: "dev-data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 }
 
 func (l *lab) wait(t testing.TB, job *batchv1.Job) jobsim.Run {
