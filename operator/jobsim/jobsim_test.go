@@ -212,8 +212,8 @@ func withDevSidecar(pod *corev1.PodSpec) {
 	const sock, data = "/run/ptah-dev", "/var/lib/ptah-dev"
 	pod.InitContainers = append(pod.InitContainers, corev1.Container{
 		Name: "dev-database", Image: "ptah-dev-database:15", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
-		Command: []string{"/bin/sh", "-c", devdb.Script, "ptah-dev-database"},
-		Env:     []corev1.EnvVar{{Name: "PGDATA", Value: data + "/data"}, {Name: "PTAH_DEV_SOCKET_DIR", Value: sock}},
+		Command:      []string{"/bin/sh", "-c", devdb.Script, "ptah-dev-database"},
+		Env:          []corev1.EnvVar{{Name: "PGDATA", Value: data + "/data"}, {Name: "PTAH_DEV_SOCKET_DIR", Value: sock}},
 		VolumeMounts: []corev1.VolumeMount{{Name: "dev-socket", MountPath: sock}, {Name: "dev-data", MountPath: data}},
 		StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 			Command: []string{"pg_isready", "-q", "-h", sock, "-U", devdb.Role, "-d", "postgres"}}},
