@@ -104,7 +104,9 @@ func TestHostileArtifactsUnderApplyNever(t *testing.T) {
 // the issue describes it, and no other operation has a dev database.
 func TestOperationPodsCarryTheDevDatabase(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, func(o *envOption) { o.reconcile = func(r *SchemaReconciler) { r.DevDatabaseImage = "example.test/dev-postgres:15" } })
+	e := newEnv(t, func(o *envOption) {
+		o.reconcile = func(r *SchemaReconciler) { r.DevDatabaseImage = "example.test/dev-postgres:15" }
+	})
 	e.schema()
 	e.await("shop", "InSync", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
 	seen := map[string]bool{}
