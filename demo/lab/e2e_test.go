@@ -235,6 +235,14 @@ func convergesThroughRealJobs(t *testing.T, l *Lab, ctx context.Context) {
 	if err != nil || !strings.Contains(images, "ptah-executor:dev") {
 		t.Errorf("operation Pods ran %q (%v), want the executor image", images, err)
 	}
+	// Observe, Plan and Proof loaded the desired SQL into the dev database
+	// sidecar, which started (its startup probe passed) before the runner.
+	sidecars, err := l.kubectlCmd(ctx, "", "-n", Namespace, "get", "pods", "-l", "operator.ptah.run/op in (observe,plan,proof)", "-o",
+		"jsonpath={range .items[*]}{.spec.initContainers[0].image} {.status.initContainerStatuses[0].started}{\"\\n\"}{end}")
+	if err != nil || !strings.Contains(sidecars, "ptah-lab/dev-database:") {
+		t.Errorf("Observe, Plan and Proof Pods: %q (%v), want the lab's dev database sidecar", sidecars, err)
+	}
+	t.Logf("dev database sidecars (image, started): %s", strings.ReplaceAll(strings.TrimSpace(sidecars), "\n", "; "))
 	var out bytes.Buffer
 	saved := l.Stdout
 	l.Stdout = &out

@@ -36,6 +36,7 @@ type state struct {
 	node       images.Provenance
 	registryIm images.Provenance
 	postgresIm images.Provenance
+	devIm      images.Provenance
 }
 
 func randomHex(n int) string {
@@ -167,10 +168,13 @@ func (l *Lab) upImages(ctx context.Context, s *state, _ *created) (string, error
 	if err := <-pgDone; err != nil {
 		return "", err
 	}
+	if s.devIm, err = b.DevDatabase(ctx, s.postgresIm.Ref); err != nil {
+		return "", err
+	}
 	psql := s.postgresIm
 	psql.Role = "psql"
 	var lines []string
-	for _, p := range []images.Provenance{s.node, s.registryIm, s.postgresIm, psql} {
+	for _, p := range []images.Provenance{s.node, s.registryIm, s.postgresIm, psql, s.devIm} {
 		lines = append(lines, p.String())
 	}
 	if err := os.WriteFile(l.provenanceFile(), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -325,7 +329,7 @@ func (l *Lab) upOperator(ctx context.Context, s *state, _ *created) (string, err
 	if _, err := os.Stat(filepath.Join(dir, "kustomization.yaml")); err != nil {
 		return "skipped: operator/config/default is not in this tree", nil
 	}
-	overlay, err := l.operatorOverlay(dir)
+	overlay, err := l.operatorOverlay(dir, s.devIm.Ref)
 	if err != nil {
 		return "", err
 	}
@@ -389,7 +393,7 @@ func (l *Lab) upEnvironment(ctx context.Context, s *state, _ *created) (string, 
 // certificate), and the manager's image digest on its Pod template, so a
 // rebuilt image (same tag) rolls the manager. It lives under demo/.lab, so
 // the tree keeps one base.
-func (l *Lab) operatorOverlay(base string) (string, error) {
+func (l *Lab) operatorOverlay(base, devImage string) (string, error) {
 	dir := filepath.Join(l.Dir, "operator")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -410,11 +414,11 @@ patches:
   patch: |-
     - op: add
       path: /spec/template/spec/containers/0/args
-      value: ["--plain-http-registries=%s"]
+      value: ["--plain-http-registries=%s", "--dev-database-image=%s"]
     - op: add
       path: /spec/template/metadata/annotations
       value: {"ptah.run/manager-image-digest": %q}
-`, filepath.ToSlash(rel), defaultController, registryInCluster(), l.imageBuild().get("PTAH_LAB_MANAGER_DIGEST"))
+`, filepath.ToSlash(rel), defaultController, registryInCluster(), devImage, l.imageBuild().get("PTAH_LAB_MANAGER_DIGEST"))
 	return dir, os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o644)
 }
 
