@@ -110,6 +110,8 @@ type operation struct {
 	env       []corev1.EnvVar
 	// noGrant leaves out the RoleBinding, so the credential never works.
 	noGrant bool
+	// devCommand replaces the dev database sidecar's command.
+	devCommand []string
 }
 
 func (l *lab) run(t testing.TB, o operation) *batchv1.Job {
@@ -193,6 +195,9 @@ func (l *lab) run(t testing.TB, o operation) *batchv1.Job {
 	}
 	if loadsDesired(o.op.Type) {
 		withDevSidecar(&job.Spec.Template.Spec)
+		if o.devCommand != nil {
+			job.Spec.Template.Spec.InitContainers[0].Command = o.devCommand
+		}
 	}
 	created, err := l.cs.BatchV1().Jobs(o.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
@@ -308,6 +313,39 @@ func TestKubeletRunsTheRunner(t *testing.T) {
 		// The plan the record carries is the one the manager hands to Apply.
 		if _, err := runner.PlanDocument(p, nil); err != nil {
 			t.Errorf("the recorded plan does not rebuild ptah's document: %v", err)
+		}
+	})
+
+	t.Run("the runner starts once the dev database sidecar accepts connections, and the sidecar stops after", func(t *testing.T) {
+		// The sidecar takes 3 s before it starts PostgreSQL: a runner that
+		// did not wait for the startup probe would find no socket.
+		slow := []string{"/bin/sh", "-c", "sleep 3; " + devdb.Script, "ptah-dev-database"}
+		job := l.run(t, operation{ns: "slow-dev", dbURL: l.dbURL, devCommand: slow, op: runner.Operation{
+			Type: runner.OpObserve, ID: "op9", Digest: "sha256:claim9", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		rec := l.record(t, "slow-dev", "ptah-observe-op9")
+		if rec.Spec.Error != nil || rec.Spec.Result == nil || rec.Spec.Result.DriftDetected == nil {
+			t.Fatalf("record %+v, want a drift verdict\n%s", rec.Spec, run.Log)
+		}
+		if !strings.Contains(run.Log, "sidecar dev-database:") || !strings.Contains(run.Log, "database system is shut down") {
+			t.Errorf("the sidecar's log does not show PostgreSQL stopped after the runner:\n%s", run.Log)
+		}
+	})
+
+	t.Run("a sidecar that never starts keeps the runner and ptah from running", func(t *testing.T) {
+		job := l.run(t, operation{ns: "dead-dev", dbURL: l.dbURL, devCommand: []string{"/bin/sh", "-c", "echo no server here >&2; exit 3"}, op: runner.Operation{
+			Type: runner.OpPlan, ID: "op10", Digest: "sha256:claim10", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		if run.Condition != batchv1.JobFailed || run.Outcome != nil {
+			t.Fatalf("run %+v, want a failed Job whose runner never ran", run)
+		}
+		if l.ptahRanFor(t, job) {
+			t.Errorf("ptah ran without its dev database")
+		}
+		if !strings.Contains(run.Log, "no server here") {
+			t.Errorf("the Job's log does not carry the sidecar's: %s", run.Log)
 		}
 	})
 
