@@ -7,6 +7,7 @@ import (
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/devdb"
+	"ptah.run/operator/operator/runner"
 )
 
 // DefaultDevDatabaseImage is the dev database sidecar's image when the
@@ -46,7 +47,7 @@ func (r *SchemaReconciler) withDevDatabase(j *batchv1.Job, s *v1alpha1.PtahSchem
 	run := &pod.Containers[0]
 	dev := s.Spec.Execution.DevDatabase
 	if dev != nil && dev.URLFrom != nil {
-		run.Env = append(run.Env, corev1.EnvVar{Name: devdb.URLEnv, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		run.Env = append(run.Env, corev1.EnvVar{Name: runner.EnvDevURL, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: dev.URLFrom.Name}, Key: dev.URLFrom.Key,
 		}}})
 		return
@@ -58,7 +59,7 @@ func (r *SchemaReconciler) withDevDatabase(j *batchv1.Job, s *v1alpha1.PtahSchem
 	if dev != nil && dev.Image != "" {
 		image = dev.Image
 	}
-	run.Env = append(run.Env, corev1.EnvVar{Name: devdb.URLEnv, Value: devdb.SocketURL(devSocketDir)})
+	run.Env = append(run.Env, corev1.EnvVar{Name: runner.EnvDevURL, Value: devdb.SocketURL(devSocketDir)})
 	run.VolumeMounts = append(run.VolumeMounts, corev1.VolumeMount{Name: devSocketVolume, MountPath: devSocketDir})
 	sidecar := corev1.Container{
 		Name:            devContainer,

@@ -19,7 +19,8 @@ import (
 	"ptah.run/operator/operator/report"
 )
 
-// URLEnv is the environment variable read when --dev-url is not given.
+// URLEnv is the environment variable read when --dev-url is not given
+// (runner.EnvDevURL, set by the operator).
 const URLEnv = "PTAH_DEV_URL"
 
 // Server is a dev server: it holds one session on the database its URL
