@@ -289,7 +289,11 @@ func schemaApply(fs *flag.FlagSet) action {
 		if !*autoApprove && !*dryRun {
 			return nil, false, report.Errorf(report.ApprovalRequired, "apply changes the database: pass --auto-approve (or --dry-run to check only)")
 		}
-		db, err := dbf.open(ctx)
+		open := dbf.open
+		if *dryRun {
+			open = dbf.openReadOnly // it only reads, and takes the lock to check it
+		}
+		db, err := open(ctx)
 		if err != nil {
 			return nil, false, err
 		}
