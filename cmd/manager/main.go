@@ -25,13 +25,14 @@ import (
 
 func main() {
 	var (
-		image, ptahVersion, metricsAddr, probeAddr, plainHTTP string
-		watchNamespaces, selector                             string
-		leaderElect                                           bool
-		planHistory                                           int
-		resultTimeout, leaseDuration, retention               time.Duration
+		image, devImage, ptahVersion, metricsAddr, probeAddr, plainHTTP string
+		watchNamespaces, selector                                       string
+		leaderElect                                                     bool
+		planHistory                                                     int
+		resultTimeout, leaseDuration, retention                         time.Duration
 	)
 	flag.StringVar(&image, "executor-image", "ptah-executor:dev", "image of the Jobs' runner and ptah")
+	flag.StringVar(&devImage, "dev-database-image", controller.DefaultDevDatabaseImage, "image of the throwaway PostgreSQL sidecar Observe, Plan and Proof load the desired SQL into (sh, initdb, postgres, pg_isready on PATH; a passwd entry for UID 65532)")
 	flag.StringVar(&ptahVersion, "ptah-version", "dev", "ptah version the executor image holds (part of the execution binding)")
 	flag.StringVar(&plainHTTP, "plain-http-registries", "", "comma-separated registry hosts reached over plain HTTP")
 	flag.DurationVar(&resultTimeout, "result-read-timeout", 15*time.Second, "time bound of a result record read, and of its arrival after the Job completed")
@@ -86,6 +87,7 @@ func main() {
 	b := controller.Binding{ExecutorImage: image, PtahVersion: ptahVersion, Protocol: runner.ProtocolVersion}
 	r := controller.New(mgr, b, hosts)
 	r.ResultTimeout, r.LeaseDuration, r.Retention, r.PlanHistory = resultTimeout, leaseDuration, retention, planHistory
+	r.DevDatabaseImage = devImage
 	if err := r.SetupWithManager(mgr); err != nil {
 		log.Error(err, "set up the PtahSchema controller")
 		os.Exit(1)

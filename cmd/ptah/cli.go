@@ -151,6 +151,11 @@ func (f dbFlags) open(ctx context.Context) (*database.DB, error) {
 	return database.Open(ctx, database.URLFrom(*f.url), *f.connectTimeout)
 }
 
+// openReadOnly opens the session of a command that only reads.
+func (f dbFlags) openReadOnly(ctx context.Context) (*database.DB, error) {
+	return database.OpenReadOnly(ctx, database.URLFrom(*f.url), *f.connectTimeout)
+}
+
 // newOCIClient declares the flags of every command that talks to a
 // registry and returns the client they configure.
 func newOCIClient(fs *flag.FlagSet) func() *artifact.Client {

@@ -62,7 +62,7 @@ func migrationsStatus(fs *flag.FlagSet) action {
 		if err != nil {
 			return nil, false, err
 		}
-		db, err := dbf.open(ctx)
+		db, err := dbf.openReadOnly(ctx)
 		if err != nil {
 			return nil, false, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"ptah.run/operator/acceptance/testenv"
 	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/report"
 )
 
@@ -77,6 +78,16 @@ func (o outcome) message() string {
 	return s
 }
 
+func mustPassword(t *testing.T, dbURL string) string {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := u.User.Password()
+	return p
+}
+
 func write(t *testing.T, dir, name, text string) string {
 	t.Helper()
 	p := filepath.Join(dir, name)
@@ -112,6 +123,13 @@ func TestSchemaCommands(t *testing.T) {
 	t.Setenv("PTAH_OCI_PASSWORD", reg.Password)
 	dir := t.TempDir()
 	target := u.Host
+	// The dev database is a server of its own, reached as a role that may
+	// create databases.
+	devPG := testenv.StartPostgres(t)
+	devURL := devPG.CreateDatabase(t, "dev")
+	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB")
+	t.Setenv(devdb.URLEnv, devURL)
+	c.secrets = append(c.secrets, devPG.SuperPassword, mustPassword(t, devURL))
 
 	t.Run("a connection failure names host and port, never user or password", func(t *testing.T) {
 		planted := "planted-" + password
@@ -214,7 +232,7 @@ func TestSchemaCommands(t *testing.T) {
 		c.run("schema", "drift", "--schema-file", narrower, "--json").want(t, 0, "")
 	})
 
-	t.Run("a role that may not create schemas plans with --dev-url", func(t *testing.T) {
+	t.Run("a role that may not create schemas plans, the desired SQL never reaching its database", func(t *testing.T) {
 		// The app role owns its tables but may not create schemas in its database.
 		pg.Exec(t, "postgres", `CREATE ROLE app LOGIN PASSWORD 'app-secret-1f2e'`)
 		pg.Exec(t, "postgres", `CREATE DATABASE app OWNER postgres`)
@@ -222,12 +240,58 @@ func TestSchemaCommands(t *testing.T) {
 		c.secrets = append(c.secrets, "app-secret-1f2e")
 		appURL := pg.URL("app", "app-secret-1f2e", "app")
 		desired := write(t, dir, "app.sql", customers)
-		c.run("schema", "plan", "--url", appURL, "--schema-file", desired, "--json").want(t, 2, report.Permission)
-		devURL := pg.CreateDatabase(t, "scratchpad")
 		appPlan := filepath.Join(dir, "app-plan.json")
-		c.run("schema", "plan", "--url", appURL, "--dev-url", devURL, "--schema-file", desired, "--output", appPlan, "--json").want(t, 0, "")
+		c.run("schema", "plan", "--url", appURL, "--schema-file", desired, "--output", appPlan, "--json").want(t, 0, "")
 		c.run("schema", "apply", "--url", appURL, "--plan", appPlan, "--auto-approve", "--json").want(t, 0, "")
 		c.run("schema", "drift", "--url", appURL, "--dev-url", devURL, "--schema-file", desired, "--json").want(t, 0, "")
+	})
+
+	t.Run("no dev database is a usage error that names the flags", func(t *testing.T) {
+		t.Setenv(devdb.URLEnv, "")
+		for _, cmd := range []string{"plan", "drift"} {
+			o := c.run("schema", cmd, "--schema-file", desired, "--json").want(t, 2, report.Usage)
+			if !strings.Contains(o.message(), "--dev-url") || !strings.Contains(o.message(), "--dev-throwaway") {
+				t.Fatalf("message: %s", o.message())
+			}
+		}
+		c.run("schema", "plan", "--schema-file", desired, "--dev-url", devURL, "--dev-throwaway", "--json").want(t, 2, report.Usage)
+	})
+
+	t.Run("a dev server that is the target's is refused", func(t *testing.T) {
+		o := c.run("schema", "plan", "--schema-file", desired, "--dev-url", pg.CreateDatabase(t, "samesrv"), "--json").want(t, 2, "")
+		if !strings.Contains(o.message(), "target's own server") && !strings.Contains(o.message(), "CREATEDB") {
+			t.Fatalf("message: %s", o.message())
+		}
+	})
+
+	t.Run("hostile desired schemas leave the target identical, with --dev-url and --dev-throwaway", func(t *testing.T) {
+		pg.Exec(t, "postgres", `CREATE ROLE victim LOGIN PASSWORD 'victim-secret-77aa'`)
+		pg.Exec(t, "postgres", `CREATE DATABASE victim OWNER victim`)
+		pg.SeedVictim(t, "victim", "victim")
+		c.secrets = append(c.secrets, "victim-secret-77aa")
+		victimURL := pg.URL("victim", "victim-secret-77aa", "victim")
+		marker := filepath.Join(os.TempDir(), "ptah-cli-hostile")
+		os.Remove(marker)
+		before := pg.Snapshot(t, "victim")
+		for i, h := range testenv.HostileSchemas("victim", "victim", marker) {
+			f := write(t, dir, "hostile.sql", h.SQL)
+			dev := []string{"--dev-url", devURL}
+			if i == 0 { // the issue's own case, on a server ptah starts (initdb costs seconds)
+				dev = []string{"--dev-throwaway"}
+			}
+			for _, cmd := range []string{"plan", "drift"} {
+				o := c.run(append([]string{"schema", cmd, "--url", victimURL, "--schema-file", f, "--json"}, dev...)...)
+				if o.code == 2 && (o.message() == "" || strings.Contains(o.message(), "no dev database")) {
+					t.Fatalf("%s: %s %v: %s", h.Name, cmd, dev, o.stdout)
+				}
+			}
+			if after := pg.Snapshot(t, "victim"); after != before {
+				t.Fatalf("%s changed the managed database:\nbefore:\n%s\nafter:\n%s", h.Name, before, after)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("%s created %s", h.Name, marker)
+			}
+		}
 	})
 
 	t.Run("malformed SQL names file and line", func(t *testing.T) {

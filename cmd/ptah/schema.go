@@ -11,6 +11,7 @@ import (
 
 	"ptah.run/operator/operator/artifact"
 	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/report"
 	"ptah.run/operator/operator/schema"
 )
@@ -114,36 +115,62 @@ func schemaPull(fs *flag.FlagSet) action {
 
 // desiredFlags are the flags of the commands that compare with a desired schema.
 type desiredFlags struct {
-	files   *stringList
-	exclude *stringList
-	devURL  *string
-	db      dbFlags
+	files     *stringList
+	exclude   *stringList
+	devURL    *string
+	throwaway *bool
+	db        dbFlags
 }
 
 func newDesiredFlags(fs *flag.FlagSet) desiredFlags {
 	return desiredFlags{
-		files:   listFlag(fs, "schema-file", "desired-state SQL file, repeatable; run in this order"),
-		exclude: listFlag(fs, "exclude", "atlas glob of objects to leave alone (\"t\", \"t.c\", \"audit_*\"), repeatable"),
-		devURL:  fs.String("dev-url", "", "load the desired SQL in a scratch schema of this database instead of the target's (default: the target)"),
-		db:      newDBFlags(fs),
+		files:     listFlag(fs, "schema-file", "desired-state SQL file, repeatable; run in this order"),
+		exclude:   listFlag(fs, "exclude", "atlas glob of objects to leave alone (\"t\", \"t.c\", \"audit_*\"), repeatable"),
+		devURL:    fs.String("dev-url", "", "dev database: a PostgreSQL server other than the target's, where each run loads the desired SQL into a fresh database and drops it; its role needs CREATEDB (default $"+devdb.URLEnv+")"),
+		throwaway: fs.Bool("dev-throwaway", false, "start a throwaway PostgreSQL (initdb and postgres from PATH or /usr/lib/postgresql/*/bin, unix socket only, removed after) as the dev database"),
+		db:        newDBFlags(fs),
 	}
 }
 
-// open connects to the target and, when --dev-url is given, the dev
-// database; close releases both.
+// open connects read-only to the target and to the dev server (started
+// first with --dev-throwaway); close releases them.
 func (d desiredFlags) open(ctx context.Context) (db *database.DB, opts schema.Options, close func(), err error) {
 	opts.Exclude = *d.exclude
-	if db, err = d.db.open(ctx); err != nil {
+	devURL := *d.devURL
+	if devURL == "" && !*d.throwaway {
+		devURL = os.Getenv(devdb.URLEnv)
+	}
+	if devURL != "" && *d.throwaway {
+		return nil, opts, nil, report.Errorf(report.Usage, "--dev-url and --dev-throwaway both name a dev database: pass one")
+	}
+	if devURL == "" && !*d.throwaway {
+		return nil, opts, nil, report.Errorf(report.Usage, "no dev database: the desired SQL is loaded into a dev database, never into the target; pass --dev-url URL (or set $%s) or --dev-throwaway", devdb.URLEnv)
+	}
+	if db, err = d.db.openReadOnly(ctx); err != nil {
 		return nil, opts, nil, err
 	}
-	if *d.devURL == "" {
-		return db, opts, func() { db.Close() }, nil
+	var local *devdb.Local
+	if *d.throwaway {
+		if local, err = devdb.StartLocal(ctx); err != nil {
+			db.Close()
+			return nil, opts, nil, err
+		}
+		devURL = local.URL
 	}
-	if opts.Dev, err = database.Open(ctx, *d.devURL, *d.db.connectTimeout); err != nil {
+	if opts.Dev, err = devdb.Open(ctx, devURL, *d.db.connectTimeout); err != nil {
 		db.Close()
+		if local != nil {
+			local.Stop()
+		}
 		return nil, opts, nil, err
 	}
-	return db, opts, func() { db.Close(); opts.Dev.Close() }, nil
+	return db, opts, func() {
+		db.Close()
+		opts.Dev.Close()
+		if local != nil {
+			local.Stop()
+		}
+	}, nil
 }
 
 type planText struct{ *schema.Plan }
@@ -262,7 +289,11 @@ func schemaApply(fs *flag.FlagSet) action {
 		if !*autoApprove && !*dryRun {
 			return nil, false, report.Errorf(report.ApprovalRequired, "apply changes the database: pass --auto-approve (or --dry-run to check only)")
 		}
-		db, err := dbf.open(ctx)
+		open := dbf.open
+		if *dryRun {
+			open = dbf.openReadOnly // it only reads, and takes the lock to check it
+		}
+		db, err := open(ctx)
 		if err != nil {
 			return nil, false, err
 		}

@@ -96,7 +96,7 @@ func (l *Lab) upCluster(ctx context.Context, s *state, made *created) (string, e
 	return fmt.Sprintf("%s %s (node image %s), kubeconfig %s", s.cluster, how, s.node.Ref, l.kubeconfig()), nil
 }
 
-// upLoadImages puts the psql image and the operator's image tarballs into
+// upLoadImages puts the psql and dev database images and the operator's image tarballs into
 // the node's containerd, skipping images the node already holds.
 func (l *Lab) upLoadImages(ctx context.Context, s *state, _ *created) (string, error) {
 	nodeList, err := l.provider().ListInternalNodes(s.cluster)
@@ -105,13 +105,15 @@ func (l *Lab) upLoadImages(ctx context.Context, s *state, _ *created) (string, e
 	}
 	var loaded, present []string
 	for _, n := range nodeList {
-		if nodeHasImage(n, s.postgresIm.Ref) {
-			present = append(present, s.postgresIm.Ref)
-		} else {
-			if err := l.loadDockerImage(ctx, n, s.postgresIm.Ref); err != nil {
+		for _, ref := range []string{s.postgresIm.Ref, s.devIm.Ref} {
+			if nodeHasImage(n, ref) {
+				present = append(present, ref)
+				continue
+			}
+			if err := l.loadDockerImage(ctx, n, ref); err != nil {
 				return "", err
 			}
-			loaded = append(loaded, s.postgresIm.Ref)
+			loaded = append(loaded, ref)
 		}
 		tars, _ := filepath.Glob(filepath.Join(l.OperatorImagesDir(), "*.tar"))
 		for _, t := range tars {

@@ -235,6 +235,21 @@ func convergesThroughRealJobs(t *testing.T, l *Lab, ctx context.Context) {
 	if err != nil || !strings.Contains(images, "ptah-executor:dev") {
 		t.Errorf("operation Pods ran %q (%v), want the executor image", images, err)
 	}
+	// Observe, Plan and Proof loaded the desired SQL into the dev database
+	// sidecar (ptah refuses to plan without one), and the kubelet stopped it
+	// once the runner had exited.
+	sidecars, err := l.kubectlCmd(ctx, "", "-n", Namespace, "get", "pods", "-l", "operator.ptah.run/op in (observe,plan,proof)", "-o",
+		"jsonpath={range .items[*]}{.spec.initContainers[0].image} {.status.initContainerStatuses[0].state.terminated.reason}{\"\\n\"}{end}")
+	lines := strings.Fields(strings.ReplaceAll(strings.TrimSpace(sidecars), " ", "|"))
+	if err != nil || len(lines) < 3 {
+		t.Errorf("Observe, Plan and Proof Pods: %q (%v), want at least three", sidecars, err)
+	}
+	for _, line := range lines {
+		if !strings.HasPrefix(line, "ptah-lab/dev-database:") {
+			t.Errorf("an Observe, Plan or Proof Pod ran %q, want the lab's dev database sidecar first", line)
+		}
+	}
+	t.Logf("dev database sidecars (image|how it ended): %s", strings.Join(lines, "; "))
 	var out bytes.Buffer
 	saved := l.Stdout
 	l.Stdout = &out

@@ -36,6 +36,7 @@ type state struct {
 	node       images.Provenance
 	registryIm images.Provenance
 	postgresIm images.Provenance
+	devIm      images.Provenance
 }
 
 func randomHex(n int) string {
@@ -167,10 +168,13 @@ func (l *Lab) upImages(ctx context.Context, s *state, _ *created) (string, error
 	if err := <-pgDone; err != nil {
 		return "", err
 	}
+	if s.devIm, err = b.DevDatabase(ctx, s.postgresIm.Ref); err != nil {
+		return "", err
+	}
 	psql := s.postgresIm
 	psql.Role = "psql"
 	var lines []string
-	for _, p := range []images.Provenance{s.node, s.registryIm, s.postgresIm, psql} {
+	for _, p := range []images.Provenance{s.node, s.registryIm, s.postgresIm, psql, s.devIm} {
 		lines = append(lines, p.String())
 	}
 	if err := os.WriteFile(l.provenanceFile(), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
@@ -321,7 +325,7 @@ func (l *Lab) kubectlCmd(ctx context.Context, stdin string, args ...string) (str
 }
 
 func (l *Lab) upOperator(ctx context.Context, s *state, _ *created) (string, error) {
-	controller, err := l.installRelease(ctx, l.releaseValues())
+	controller, err := l.installRelease(ctx, l.releaseValues(s.devIm.Ref))
 	if err != nil {
 		return "", err
 	}
@@ -335,8 +339,9 @@ func (l *Lab) upOperator(ctx context.Context, s *state, _ *created) (string, err
 }
 
 // releaseValues are the chart values the lab installs with.
-func (l *Lab) releaseValues() map[string]any {
+func (l *Lab) releaseValues(devImage string) map[string]any {
 	return map[string]any{
+		"devDatabase":         map[string]any{"image": devImage},
 		"image":               map[string]any{"repository": "ptah-manager", "tag": "dev", "pullPolicy": "IfNotPresent"},
 		"executor":            map[string]any{"image": "ptah-executor:dev"},
 		"plainHTTPRegistries": []any{registryInCluster()},

@@ -63,6 +63,10 @@ func BenchmarkReconcile200Schemas(b *testing.B) {
 			must(b, shared.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%03d", n), Namespace: ns},
 				StringData: map[string]string{"url": fmt.Sprintf("postgres://bench:never-read@127.0.0.1:1/db%03d", n)}}))
 		}
+		// The stand-in ptah loads no SQL: no dev database sidecar, whose
+		// initdb would be what is measured.
+		must(b, shared.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "dev-db", Namespace: ns},
+			StringData: map[string]string{"url": "postgres://bench:never-read@127.0.0.1:2/dev"}}))
 		for _, o := range []client.Object{
 			&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry", Namespace: ns}, Type: corev1.SecretTypeBasicAuth,
 				StringData: map[string]string{"registry": shared.reg.Host, "username": shared.reg.Username, "password": shared.reg.Password}},
@@ -79,9 +83,10 @@ func BenchmarkReconcile200Schemas(b *testing.B) {
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", n), Namespace: ns},
 				Spec: v1alpha1.PtahSchemaSpec{
 					// One database each, as 200 schemas would have.
-					Target:  v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: fmt.Sprintf("db-%03d", n), Key: "url"}},
-					Desired: v1alpha1.Desired{OCIRef: shared.refV1, RegistryAuthFrom: &v1alpha1.LocalRef{Name: "registry"}},
-					Policy:  v1alpha1.Policy{Apply: v1alpha1.ApplyAlways},
+					Target:    v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: fmt.Sprintf("db-%03d", n), Key: "url"}},
+					Desired:   v1alpha1.Desired{OCIRef: shared.refV1, RegistryAuthFrom: &v1alpha1.LocalRef{Name: "registry"}},
+					Policy:    v1alpha1.Policy{Apply: v1alpha1.ApplyAlways},
+					Execution: v1alpha1.Execution{DevDatabase: &v1alpha1.DevDatabase{URLFrom: &v1alpha1.SecretKeyRef{Name: "dev-db", Key: "url"}}},
 				},
 			}))
 		}

@@ -126,7 +126,9 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 // job is the Job the manager dispatches for claim c, as this release builds it.
 func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) *batchv1.Job {
 	op := operation(s, c, slices.Contains(r.PlainHTTP, registryHost(s.Spec.Desired.OCIRef)))
-	return job(s, c, r.Binding.of(s), op)
+	j := job(s, c, r.Binding.of(s), op)
+	r.withDevDatabase(j, s, c)
+	return j
 }
 
 // templateDigest is the admission snapshot of claim c: a digest of the Pod

@@ -49,6 +49,9 @@ type SchemaReconciler struct {
 	// PlanHistory is how many plans nothing names any more are kept per
 	// schema, newest first, past the retention (default 10).
 	PlanHistory int
+	// DevDatabaseImage is the dev database sidecar's image (default
+	// DefaultDevDatabaseImage); spec.execution.devDatabase overrides it.
+	DevDatabaseImage string
 
 	now func() time.Time
 	// refusals remembers the Pod-creation refusals already reported.

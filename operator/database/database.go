@@ -44,6 +44,28 @@ type DB struct {
 // Open parses url, connects and pings within connectTimeout. The error is a
 // *report.Error coded Usage, Connection or Auth.
 func Open(ctx context.Context, url string, connectTimeout time.Duration) (*DB, error) {
+	cfg, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	return OpenConfig(ctx, cfg, connectTimeout)
+}
+
+// OpenReadOnly is Open for an operation that only reads: every transaction
+// of the session is read-only (default_transaction_read_only, a startup
+// parameter), so not even a bug in ptah can write through it.
+func OpenReadOnly(ctx context.Context, url string, connectTimeout time.Duration) (*DB, error) {
+	cfg, err := ParseURL(url)
+	if err != nil {
+		return nil, err
+	}
+	cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	return OpenConfig(ctx, cfg, connectTimeout)
+}
+
+// ParseURL parses a database URL (or key=value connection string) into a
+// configuration without repeating any of it in the error.
+func ParseURL(url string) (*pgx.ConnConfig, error) {
 	if url == "" {
 		return nil, report.Errorf(report.Usage, "no database URL: pass --url or set %s", URLEnv)
 	}
@@ -52,6 +74,11 @@ func Open(ctx context.Context, url string, connectTimeout time.Duration) (*DB, e
 		// pgx quotes the URL (user included) in its parse errors: say only what to fix.
 		return nil, report.Errorf(report.Usage, "the database URL is malformed; expected postgres://USER:PASSWORD@HOST:PORT/DATABASE")
 	}
+	return cfg, nil
+}
+
+// OpenConfig connects with cfg and pings within connectTimeout.
+func OpenConfig(ctx context.Context, cfg *pgx.ConnConfig, connectTimeout time.Duration) (*DB, error) {
 	if connectTimeout > 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}

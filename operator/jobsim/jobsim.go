@@ -319,10 +319,24 @@ func (k *Kubelet) handle(ctx context.Context, job *batchv1.Job) {
 	if k.opts.Hold != nil {
 		k.opts.Hold(ctx, job)
 	}
+	sc, err := k.startSidecars(ctx, pod, root)
+	if err != nil {
+		k.update(job, func(r *Run) { r.Log += fmt.Sprintf("jobsim: %v\n", err) })
+		if ctx.Err() != nil {
+			if jobExists(k.cs, job) {
+				deadline()
+			}
+			return
+		}
+		bg := context.WithoutCancel(ctx)
+		k.podPhase(bg, pod, corev1.PodFailed, &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: err.Error(), StartedAt: start, FinishedAt: metav1.Now()})
+		k.finish(bg, job, pod, batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
+		return
+	}
 	k.podPhase(ctx, pod, corev1.PodRunning, nil)
 	var log bytes.Buffer
 	cfg := k.opts.Runner
-	cfg.Environ, cfg.Ptah, cfg.Log = env, k.opts.Ptah, &log
+	cfg.Environ, cfg.Ptah, cfg.Log = rewriteAll(env, pod.Spec.Containers[0], root), k.opts.Ptah, &log
 	cfg.TokenPath = filepath.Join(root, runner.TokenPath)
 	cfg.CAPath = filepath.Join(root, runner.CAPath)
 	cfg.WorkDir = filepath.Join(root, "tmp")
@@ -335,6 +349,7 @@ func (k *Kubelet) handle(ctx context.Context, job *batchv1.Job) {
 		exit = runner.ExitUndelivered
 		fmt.Fprintf(&log, "ptah-runner: %v\n", runErr)
 	}
+	log.WriteString(sc.stop())
 	k.update(job, func(r *Run) { r.Outcome, r.Err, r.Log = outcome, runErr, log.String() })
 	if ctx.Err() != nil {
 		if jobExists(k.cs, job) {

@@ -26,6 +26,7 @@ import (
 
 	"ptah.run/operator/acceptance/testenv"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/jobsim"
 	"ptah.run/operator/operator/runner"
 )
@@ -114,6 +115,8 @@ type operation struct {
 	// plan, for an Apply, is published as the PtahSchemaPlan the operation
 	// names, and the Role may get it, as the manager does.
 	plan *v1alpha1.PlanResult
+	// devCommand replaces the dev database sidecar's command.
+	devCommand []string
 }
 
 func (l *lab) run(t testing.TB, o operation) *batchv1.Job {
@@ -204,11 +207,43 @@ func (l *lab) run(t testing.TB, o operation) *batchv1.Job {
 			},
 		},
 	}
+	if loadsDesired(o.op.Type) {
+		withDevSidecar(&job.Spec.Template.Spec)
+		if o.devCommand != nil {
+			job.Spec.Template.Spec.InitContainers[0].Command = o.devCommand
+		}
+	}
 	created, err := l.cs.BatchV1().Jobs(o.ns).Create(ctx, job, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("create Job: %v", err)
 	}
 	return created
+}
+
+func loadsDesired(op string) bool {
+	return op == runner.OpObserve || op == runner.OpPlan || op == runner.OpProof
+}
+
+// withDevSidecar gives a Pod the dev database as the manager does: a native
+// sidecar running devdb.Script, its unix socket in an emptyDir shared with
+// the runner, a startup probe, and the socket's URL in the runner's env.
+func withDevSidecar(pod *corev1.PodSpec) {
+	const sock, data = "/run/ptah-dev", "/var/lib/ptah-dev"
+	pod.InitContainers = append(pod.InitContainers, corev1.Container{
+		Name: "dev-database", Image: "ptah-dev-database:15", RestartPolicy: ptr(corev1.ContainerRestartPolicyAlways),
+		Command:      []string{"/bin/sh", "-c", devdb.Script, "ptah-dev-database"},
+		Env:          []corev1.EnvVar{{Name: "PGDATA", Value: data + "/data"}, {Name: "PTAH_DEV_SOCKET_DIR", Value: sock}},
+		VolumeMounts: []corev1.VolumeMount{{Name: "dev-socket", MountPath: sock}, {Name: "dev-data", MountPath: data}},
+		StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+			Command: []string{"pg_isready", "-q", "-h", sock, "-U", devdb.Role, "-d", "postgres"}}},
+			PeriodSeconds: 1, FailureThreshold: 60},
+	})
+	run := &pod.Containers[0]
+	run.Env = append(run.Env, corev1.EnvVar{Name: devdb.URLEnv, Value: devdb.SocketURL(sock)})
+	run.VolumeMounts = append(run.VolumeMounts, corev1.VolumeMount{Name: "dev-socket", MountPath: sock})
+	pod.Volumes = append(pod.Volumes,
+		corev1.Volume{Name: "dev-socket", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: "dev-data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
 }
 
 func (l *lab) wait(t testing.TB, job *batchv1.Job) jobsim.Run {
@@ -292,6 +327,39 @@ func TestKubeletRunsTheRunner(t *testing.T) {
 		// The plan the record carries is the one the manager hands to Apply.
 		if _, err := runner.PlanDocument(p, nil); err != nil {
 			t.Errorf("the recorded plan does not rebuild ptah's document: %v", err)
+		}
+	})
+
+	t.Run("the runner starts once the dev database sidecar accepts connections, and the sidecar stops after", func(t *testing.T) {
+		// The sidecar takes 3 s before it starts PostgreSQL: a runner that
+		// did not wait for the startup probe would find no socket.
+		slow := []string{"/bin/sh", "-c", "sleep 3; " + devdb.Script, "ptah-dev-database"}
+		job := l.run(t, operation{ns: "slow-dev", dbURL: l.dbURL, devCommand: slow, op: runner.Operation{
+			Type: runner.OpObserve, ID: "op9", Digest: "sha256:claim9", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		rec := l.record(t, "slow-dev", "ptah-observe-op9")
+		if rec.Spec.Error != nil || rec.Spec.Result == nil || rec.Spec.Result.DriftDetected == nil {
+			t.Fatalf("record %+v, want a drift verdict\n%s", rec.Spec, run.Log)
+		}
+		if !strings.Contains(run.Log, "sidecar dev-database:") || !strings.Contains(run.Log, "database system is shut down") {
+			t.Errorf("the sidecar's log does not show PostgreSQL stopped after the runner:\n%s", run.Log)
+		}
+	})
+
+	t.Run("a sidecar that never starts keeps the runner and ptah from running", func(t *testing.T) {
+		job := l.run(t, operation{ns: "dead-dev", dbURL: l.dbURL, devCommand: []string{"/bin/sh", "-c", "echo no server here >&2; exit 3"}, op: runner.Operation{
+			Type: runner.OpPlan, ID: "op10", Digest: "sha256:claim10", Schema: "shop", OCIRef: l.ociRef, PlainHTTP: true,
+		}})
+		run := l.wait(t, job)
+		if run.Condition != batchv1.JobFailed || run.Outcome != nil {
+			t.Fatalf("run %+v, want a failed Job whose runner never ran", run)
+		}
+		if l.ptahRanFor(t, job) {
+			t.Errorf("ptah ran without its dev database")
+		}
+		if !strings.Contains(run.Log, "no server here") {
+			t.Errorf("the Job's log does not carry the sidecar's: %s", run.Log)
 		}
 	})
 

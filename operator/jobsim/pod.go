@@ -77,8 +77,17 @@ func (k *Kubelet) prepare(ctx context.Context, job *batchv1.Job, pod *corev1.Pod
 	if n := len(pod.Spec.Containers); n != 1 {
 		return "", nil, fmt.Errorf("jobsim runs Pods of one container; %s has %d", pod.Name, n)
 	}
+	for _, c := range pod.Spec.InitContainers {
+		if !isSidecar(c) {
+			return "", nil, fmt.Errorf("jobsim runs native sidecars (restartPolicy: Always) only; init container %s of %s is none", c.Name, pod.Name)
+		}
+	}
 	root, err = os.MkdirTemp("", "jobsim-pod-")
 	if err != nil {
+		return "", nil, err
+	}
+	// A sidecar may run as another user (see sidecar.go): it must reach its volumes.
+	if err := os.Chmod(root, 0o755); err != nil {
 		return "", nil, err
 	}
 	for delay := k.opts.RetryInterval; ; delay = min(2*delay, 10*time.Second) {
@@ -102,52 +111,81 @@ func (k *Kubelet) prepare(ctx context.Context, job *batchv1.Job, pod *corev1.Pod
 }
 
 // mountVolumes writes the service account tokens and ConfigMap keys of the
-// container's projected volumes; an emptyDir is a directory.
+// Pod's projected volumes; an emptyDir is a directory anyone may write, as
+// the kubelet makes it. Each volume is one directory, under root/volumes,
+// and each container's mount of it a symbolic link at root/MOUNTPATH.
 func (k *Kubelet) mountVolumes(ctx context.Context, pod *corev1.Pod, root string) (string, error) {
 	volumes := map[string]corev1.Volume{}
 	for _, v := range pod.Spec.Volumes {
 		volumes[v.Name] = v
 	}
-	for _, m := range pod.Spec.Containers[0].VolumeMounts {
-		v, ok := volumes[m.Name]
-		if !ok {
-			return "FailedMount", fmt.Errorf("volume %q is not in the Pod", m.Name)
-		}
-		dir := filepath.Join(root, m.MountPath)
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "FailedMount", err
-		}
-		if v.Projected == nil {
-			continue
-		}
-		for _, src := range v.Projected.Sources {
-			switch {
-			case src.ServiceAccountToken != nil:
-				token, err := k.token(ctx, pod, src.ServiceAccountToken)
-				if err != nil {
+	made := map[string]bool{}
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		for _, m := range c.VolumeMounts {
+			v, ok := volumes[m.Name]
+			if !ok {
+				return "FailedMount", fmt.Errorf("volume %q is not in the Pod", m.Name)
+			}
+			dir := volumeDir(root, m.Name)
+			if !made[m.Name] {
+				if err := k.fillVolume(ctx, pod, v, dir); err != nil {
 					return "FailedMount", err
 				}
-				if err := os.WriteFile(filepath.Join(dir, src.ServiceAccountToken.Path), []byte(token), 0o600); err != nil {
-					return "FailedMount", err
-				}
-			case src.ConfigMap != nil:
-				cm, err := k.configMap(ctx, pod.Namespace, src.ConfigMap.Name)
-				if err != nil {
-					return "FailedMount", err
-				}
-				for _, item := range src.ConfigMap.Items {
-					data, ok := cm.Data[item.Key]
-					if !ok {
-						return "FailedMount", fmt.Errorf("configmap %q has no key %q", cm.Name, item.Key)
-					}
-					if err := os.WriteFile(filepath.Join(dir, item.Path), []byte(data), 0o644); err != nil {
-						return "FailedMount", err
-					}
-				}
+				made[m.Name] = true
+			}
+			link := filepath.Join(root, m.MountPath)
+			if _, err := os.Lstat(link); err == nil {
+				continue // the same path, mounted by another container
+			}
+			if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+				return "FailedMount", err
+			}
+			if err := os.Symlink(dir, link); err != nil {
+				return "FailedMount", err
 			}
 		}
 	}
 	return "", nil
+}
+
+// fillVolume makes the directory of volume v and writes a projected one's files.
+func (k *Kubelet) fillVolume(ctx context.Context, pod *corev1.Pod, v corev1.Volume, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if v.EmptyDir != nil {
+		return os.Chmod(dir, 0o1777)
+	}
+	if v.Projected == nil {
+		return nil
+	}
+	for _, src := range v.Projected.Sources {
+		switch {
+		case src.ServiceAccountToken != nil:
+			token, err := k.token(ctx, pod, src.ServiceAccountToken)
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, src.ServiceAccountToken.Path), []byte(token), 0o600); err != nil {
+				return err
+			}
+		case src.ConfigMap != nil:
+			cm, err := k.configMap(ctx, pod.Namespace, src.ConfigMap.Name)
+			if err != nil {
+				return err
+			}
+			for _, item := range src.ConfigMap.Items {
+				data, ok := cm.Data[item.Key]
+				if !ok {
+					return fmt.Errorf("configmap %q has no key %q", cm.Name, item.Key)
+				}
+				if err := os.WriteFile(filepath.Join(dir, item.Path), []byte(data), 0o644); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // token asks the TokenRequest API for the Pod's service account, with the
@@ -205,7 +243,11 @@ func caData(data []byte, file string) ([]byte, error) {
 // image's PATH, HOSTNAME, the API server's service variables, then env and
 // envFrom with Secret and ConfigMap keys read with the admin credential.
 func (k *Kubelet) environment(ctx context.Context, pod *corev1.Pod) ([]string, error) {
-	c := pod.Spec.Containers[0]
+	return k.containerEnv(ctx, pod, pod.Spec.Containers[0])
+}
+
+// containerEnv is container c's environment, as environment describes it.
+func (k *Kubelet) containerEnv(ctx context.Context, pod *corev1.Pod, c corev1.Container) ([]string, error) {
 	env := []string{
 		"PATH=/usr/local/bin:/usr/bin:/bin",
 		"HOME=/home/nonroot",

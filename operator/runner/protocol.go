@@ -22,6 +22,11 @@ const (
 	// EnvDatabaseURL comes only from a secretKeyRef to spec.target.urlFrom;
 	// the manager never reads it. ptah reads it under the same name.
 	EnvDatabaseURL = "PTAH_DB_URL"
+	// EnvDevURL is the dev database of Observe, Plan and Proof, where ptah
+	// loads the desired SQL (never into EnvDatabaseURL's): the sidecar's
+	// unix socket, or a secretKeyRef to spec.execution.devDatabase.urlFrom.
+	// ptah reads it under the same name; Apply has none.
+	EnvDevURL = "PTAH_DEV_URL"
 	// Registry credentials, from secretKeyRefs to spec.desired.registryAuthFrom
 	// (keys "registry", "username", "password"); ptah reads the same names.
 	EnvOCIRegistry = "PTAH_OCI_REGISTRY"

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"ptah.run/operator/acceptance/testenv"
 	"ptah.run/operator/operator/database"
 )
 
@@ -28,14 +27,14 @@ func wideSchema(n int) string {
 // BenchmarkPlanNoChange200Tables times the proof the operator runs after
 // every apply: a plan of a 200-table schema against a database that matches it.
 func BenchmarkPlanNoChange200Tables(b *testing.B) {
-	pg := testenv.StartPostgres(b)
-	db, err := database.Open(context.Background(), pg.CreateDatabase(b, "wide"), 5*time.Second)
+	e := newEngine(b)
+	db, err := database.Open(context.Background(), e.pg.CreateDatabase(b, "wide"), 5*time.Second)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer db.Close()
 	fs := []File{{Name: "wide.sql", Text: wideSchema(200)}}
-	p, err := ComputePlan(context.Background(), db, fs, Options{})
+	p, err := ComputePlan(context.Background(), db, fs, e.o(Options{}))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -44,7 +43,7 @@ func BenchmarkPlanNoChange200Tables(b *testing.B) {
 	}
 	b.ResetTimer()
 	for b.Loop() {
-		p, err := ComputePlan(context.Background(), db, fs, Options{})
+		p, err := ComputePlan(context.Background(), db, fs, e.o(Options{}))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -2,14 +2,9 @@ package schema
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
-	"fmt"
 	"os"
-
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
@@ -37,39 +32,31 @@ func ReadFiles(paths []string) ([]File, error) {
 	return files, nil
 }
 
-// loadScratch creates a uniquely named scratch schema inside tx and runs the
-// desired SQL there with search_path pointing at it, so unqualified names
-// land in the scratch and never in the managed schema. It returns the
-// scratch schema's name. The caller rolls tx back, which removes the scratch
-// whatever happened.
-func loadScratch(ctx context.Context, tx *sql.Tx, files []File) (string, error) {
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		return "", err
+// loadDesired runs the desired SQL in db, a fresh database of the dev
+// server, in one transaction as its role, with the server's defaults
+// (search_path "$user", public), so public-qualified names as pg_dump writes
+// them land where unqualified ones do. Whatever the SQL does stays on the
+// dev server: transaction control, settings and roles included.
+func loadDesired(ctx context.Context, db *database.DB, files []File) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return database.StatementError(db.Target, "begin", err)
 	}
-	scratch := "ptah_scratch_" + hex.EncodeToString(b)
-	for _, q := range []string{
-		"CREATE SCHEMA " + scratch,
-		"SET LOCAL search_path TO " + scratch,
-	} {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			var pgErr *pgconn.PgError
-			if errors.As(err, &pgErr) && pgErr.Code == "42501" {
-				return "", report.Errorf(report.Permission, "the role may not create the scratch schema the desired SQL is loaded into: grant it CREATE on the database, or pass --dev-url")
-			}
-			return "", fmt.Errorf("prepare the scratch schema: %w", err)
-		}
-	}
+	defer tx.Rollback()
 	exec := func(ctx context.Context, q string) error {
 		_, err := tx.ExecContext(ctx, q)
 		return err
 	}
 	for _, f := range files {
-		if err := database.ExecScript(ctx, exec, "", f.Name, f.Text, report.Parse); err != nil {
+		if err := database.ExecScript(ctx, exec, db.Target, f.Name, f.Text, report.Parse); err != nil {
 			e := report.AsError(err)
-			e.Message += "; nothing was applied"
-			return "", e
+			e.Message += " (loading the desired schema into the dev database)"
+			return e
 		}
 	}
-	return scratch, nil
+	// The SQL may have ended the transaction itself; a COMMIT then only warns.
+	if err := tx.Commit(); err != nil && !errors.Is(err, sql.ErrTxDone) {
+		return database.StatementError(db.Target, "commit the desired schema", err)
+	}
+	return nil
 }

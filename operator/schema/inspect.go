@@ -23,7 +23,7 @@ type state struct {
 
 // inspect reads schema name through tx with search_path set to it, so that
 // expressions (defaults, checks) print the same for the live schema and for
-// a scratch copy. exclude holds atlas glob patterns of objects to ignore.
+// the dev database's copy. exclude holds atlas glob patterns of objects to ignore.
 func inspect(ctx context.Context, tx *sql.Tx, name string, exclude []string) (*state, error) {
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL search_path TO %q", name)); err != nil {
 		return nil, fmt.Errorf("set search_path for inspection: %w", err)
@@ -37,7 +37,7 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, exclude []string) (*s
 		return nil, fmt.Errorf("inspect schema %q: %w", name, err)
 	}
 	// Schema-level attributes (public's stock comment) are not part of the
-	// desired SQL, and the name differs for a scratch copy.
+	// desired SQL.
 	s.Name, s.Attrs = Managed, nil
 	fp, err := fingerprint(s)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	sqlschema "ariga.io/atlas/sql/schema"
 
 	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/report"
 )
 
@@ -59,10 +60,9 @@ type Options struct {
 	Exclude []string
 	// Protected holds table names or path.Match patterns a plan may not touch.
 	Protected []string
-	// Dev, when set, is where the desired SQL is loaded (in a scratch schema,
-	// rolled back) instead of the target database, for a target role that
-	// may not create schemas.
-	Dev *database.DB
+	// Dev is the dev server the desired SQL is loaded into (a fresh
+	// database of its own per comparison); it is never the target's server.
+	Dev *devdb.Server
 }
 
 // comparison is a diff between the live and the desired state.
@@ -72,35 +72,39 @@ type comparison struct {
 	plan          *migrate.Plan
 }
 
-// compare loads the desired SQL into a scratch schema, inspects it and the
-// managed schema the same way and diffs them. Nothing it does is committed.
-// The two sides are read at the same time on two connections.
+// compare loads the desired SQL into a fresh database of the dev server,
+// inspects it and the managed schema of db the same way and diffs them.
+// db is only read, in one read-only transaction; the two sides are read at
+// the same time on two connections.
 func compare(ctx context.Context, db *database.DB, files []File, opts Options) (*comparison, error) {
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	if opts.Dev == nil {
+		return nil, report.Errorf(report.Usage, "no dev database to load the desired schema into (it is never loaded into the target): pass --dev-url URL (or set $%s) naming a PostgreSQL server other than the target's, or --dev-throwaway", devdb.URLEnv)
+	}
+	devDB, drop, err := opts.Dev.Fresh(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	defer drop()
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead, ReadOnly: true})
 	if err != nil {
 		return nil, database.StatementError(db.Target, "begin", err)
 	}
 	defer tx.Rollback()
-	dev := db
-	if opts.Dev != nil {
-		dev = opts.Dev
-	}
-	devTx, err := dev.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, database.StatementError(dev.Target, "begin", err)
-	}
-	defer devTx.Rollback()
 	var desired *state
 	var desiredErr error
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		scratch, err := loadScratch(ctx, devTx, files)
-		if err != nil {
-			desiredErr = err
+		if desiredErr = loadDesired(ctx, devDB, files); desiredErr != nil {
 			return
 		}
-		desired, desiredErr = inspect(ctx, devTx, scratch, opts.Exclude)
+		devTx, err := devDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			desiredErr = database.StatementError(devDB.Target, "begin", err)
+			return
+		}
+		defer devTx.Rollback()
+		desired, desiredErr = inspect(ctx, devTx, Managed, opts.Exclude)
 	}()
 	live, err := inspect(ctx, tx, Managed, opts.Exclude)
 	<-done

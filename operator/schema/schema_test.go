@@ -11,6 +11,7 @@ import (
 
 	"ptah.run/operator/acceptance/testenv"
 	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/report"
 )
 
@@ -31,8 +32,32 @@ CREATE INDEX orders_customer_idx ON orders (customer_id);
 // engine is one PostgreSQL server shared by the subtests of a test, each
 // subtest on its own database owned by its own role.
 type engine struct {
-	pg *testenv.Postgres
-	n  int
+	pg  *testenv.Postgres
+	dev *devdb.Server
+	n   int
+}
+
+// newEngine starts the target's server and a throwaway dev server, as
+// ptah schema plan --dev-throwaway does.
+func newEngine(t testing.TB) *engine {
+	t.Helper()
+	e := &engine{pg: testenv.StartPostgres(t)}
+	local, err := devdb.StartLocal(context.Background())
+	if err != nil {
+		t.Fatalf("start the dev server: %v", err)
+	}
+	t.Cleanup(local.Stop)
+	if e.dev, err = devdb.Open(context.Background(), local.URL, 5*time.Second); err != nil {
+		t.Fatalf("open the dev server: %v", err)
+	}
+	t.Cleanup(e.dev.Close)
+	return e
+}
+
+// o is opts comparing on the engine's dev server.
+func (e *engine) o(opts Options) Options {
+	opts.Dev = e.dev
+	return opts
 }
 
 func (e *engine) db(t *testing.T) (*database.DB, string) {
@@ -102,21 +127,23 @@ func columns(t *testing.T, db *database.DB, table string) string {
 	return strings.Join(cols, ",")
 }
 
-func scratchSchemas(t *testing.T, db *database.DB) int {
+// strangeSchemas counts the schemas of db besides public and the system's:
+// planning never creates one there.
+func strangeSchemas(t *testing.T, db *database.DB) int {
 	t.Helper()
 	var n int
-	if err := db.QueryRow(`SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'ptah_scratch_%'`).Scan(&n); err != nil {
+	if err := db.QueryRow(`SELECT count(*) FROM pg_namespace WHERE nspname NOT IN ('public', 'information_schema') AND nspname NOT LIKE 'pg\_%'`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
 func TestSchemaEngine(t *testing.T) {
-	e := &engine{pg: testenv.StartPostgres(t)}
+	e := newEngine(t)
 
 	t.Run("create tables with a foreign key, then apply twice", func(t *testing.T) {
 		db, _ := e.db(t)
-		p := mustPlan(t, db, files(shop), Options{})
+		p := mustPlan(t, db, files(shop), e.o(Options{}))
 		if p.Destructive || len(p.Statements) < 3 {
 			t.Fatalf("want a safe plan of at least 3 statements, got %+v", p)
 		}
@@ -135,8 +162,8 @@ func TestSchemaEngine(t *testing.T) {
 		if last := p.Statements[len(p.Statements)-1]; !strings.HasPrefix(last.SQL, "CREATE INDEX") || last.Reason != "creates an index of new table orders" {
 			t.Errorf("index statement: %+v", last)
 		}
-		if strings.Contains(joined, "ptah_scratch") {
-			t.Errorf("plan names the scratch schema:\n%s", joined)
+		if strings.Contains(joined, "ptah_dev_") {
+			t.Errorf("plan names the comparison database:\n%s", joined)
 		}
 		res := mustApply(t, db, p, ApplyOptions{})
 		if !res.Applied || !res.Converged || res.PlanDigest != p.Digest {
@@ -145,7 +172,7 @@ func TestSchemaEngine(t *testing.T) {
 		if got := columns(t, db, "orders"); got != "id,customer_id,total" {
 			t.Fatalf("orders columns: %s", got)
 		}
-		again := mustPlan(t, db, files(shop), Options{})
+		again := mustPlan(t, db, files(shop), e.o(Options{}))
 		if len(again.Statements) != 0 || again.BaseFingerprint != again.DesiredFingerprint {
 			t.Fatalf("second plan is not a no-op: %+v", again)
 		}
@@ -153,16 +180,16 @@ func TestSchemaEngine(t *testing.T) {
 		if !res.Applied || res.Statements != 0 || !res.Converged {
 			t.Fatalf("second apply: %+v", res)
 		}
-		if n := scratchSchemas(t, db); n != 0 {
-			t.Fatalf("%d scratch schemas left behind", n)
+		if n := strangeSchemas(t, db); n != 0 {
+			t.Fatalf("%d schemas left behind", n)
 		}
 	})
 
 	t.Run("plan twice gives the same bytes", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, `CREATE TABLE customers (id bigserial PRIMARY KEY, legacy text)`)
-		a, _ := mustPlan(t, db, files(shop), Options{}).Marshal()
-		b, _ := mustPlan(t, db, files(shop), Options{}).Marshal()
+		a, _ := mustPlan(t, db, files(shop), e.o(Options{})).Marshal()
+		b, _ := mustPlan(t, db, files(shop), e.o(Options{})).Marshal()
 		if string(a) != string(b) {
 			t.Fatalf("plans differ:\n%s\n---\n%s", a, b)
 		}
@@ -170,8 +197,8 @@ func TestSchemaEngine(t *testing.T) {
 
 	t.Run("add a column is safe", func(t *testing.T) {
 		db, _ := e.db(t)
-		mustApply(t, db, mustPlan(t, db, files(shop), Options{}), ApplyOptions{})
-		p := mustPlan(t, db, files(strings.Replace(shop, "name text", "name text,\n  phone varchar(40)", 1)), Options{})
+		mustApply(t, db, mustPlan(t, db, files(shop), e.o(Options{})), ApplyOptions{})
+		p := mustPlan(t, db, files(strings.Replace(shop, "name text", "name text,\n  phone varchar(40)", 1)), e.o(Options{}))
 		if len(p.Statements) != 1 || p.Destructive || !strings.Contains(p.Statements[0].SQL, `ADD COLUMN "phone"`) {
 			t.Fatalf("plan: %+v", p.Statements)
 		}
@@ -183,8 +210,8 @@ func TestSchemaEngine(t *testing.T) {
 
 	t.Run("drop a column is destructive and needs consent", func(t *testing.T) {
 		db, _ := e.db(t)
-		mustApply(t, db, mustPlan(t, db, files(shop), Options{}), ApplyOptions{})
-		p := mustPlan(t, db, files(strings.Replace(shop, ",\n  name text", "", 1)), Options{})
+		mustApply(t, db, mustPlan(t, db, files(shop), e.o(Options{})), ApplyOptions{})
+		p := mustPlan(t, db, files(strings.Replace(shop, ",\n  name text", "", 1)), e.o(Options{}))
 		if len(p.Statements) != 1 || !p.Destructive || p.Statements[0].Severity != Destructive ||
 			!strings.Contains(p.Statements[0].SQL, `DROP COLUMN "name"`) || !strings.Contains(p.Statements[0].Reason, "customers.name") {
 			t.Fatalf("plan: %+v", p)
@@ -202,7 +229,7 @@ func TestSchemaEngine(t *testing.T) {
 
 	t.Run("narrowing and NOT NULL without default are destructive, widening is safe", func(t *testing.T) {
 		db, _ := e.db(t)
-		mustApply(t, db, mustPlan(t, db, files(`CREATE TABLE t (a integer, b varchar(100), c text);`), Options{}), ApplyOptions{})
+		mustApply(t, db, mustPlan(t, db, files(`CREATE TABLE t (a integer, b varchar(100), c text);`), e.o(Options{})), ApplyOptions{})
 		cases := []struct {
 			desired string
 			want    Severity
@@ -216,7 +243,7 @@ func TestSchemaEngine(t *testing.T) {
 			{`CREATE TABLE t (a integer, b varchar(100), c text NOT NULL);`, Destructive},
 		}
 		for _, c := range cases {
-			p := mustPlan(t, db, files(c.desired), Options{})
+			p := mustPlan(t, db, files(c.desired), e.o(Options{}))
 			if len(p.Statements) != 1 || p.Statements[0].Severity != c.want {
 				t.Errorf("%s: want one %s statement, got %+v", c.desired, c.want, p.Statements)
 			}
@@ -225,20 +252,20 @@ func TestSchemaEngine(t *testing.T) {
 
 	t.Run("a protected table is refused", func(t *testing.T) {
 		db, _ := e.db(t)
-		mustApply(t, db, mustPlan(t, db, files(shop), Options{}), ApplyOptions{})
-		_, err := ComputePlan(context.Background(), db, files(strings.Replace(shop, ",\n  name text", "", 1)), Options{Protected: []string{"cust*"}})
-		e := wantCode(t, err, report.ProtectedTable)
-		if !strings.Contains(e.Message, "customers") {
-			t.Fatalf("message does not name the table: %s", e.Message)
+		mustApply(t, db, mustPlan(t, db, files(shop), e.o(Options{})), ApplyOptions{})
+		_, err := ComputePlan(context.Background(), db, files(strings.Replace(shop, ",\n  name text", "", 1)), e.o(Options{Protected: []string{"cust*"}}))
+		refused := wantCode(t, err, report.ProtectedTable)
+		if !strings.Contains(refused.Message, "customers") {
+			t.Fatalf("message does not name the table: %s", refused.Message)
 		}
-		if _, err := ComputePlan(context.Background(), db, files(shop+"CREATE TABLE notes (id int);"), Options{Protected: []string{"customers"}}); err != nil {
+		if _, err := ComputePlan(context.Background(), db, files(shop+"CREATE TABLE notes (id int);"), e.o(Options{Protected: []string{"customers"}})); err != nil {
 			t.Fatalf("a plan leaving the protected table alone was refused: %v", err)
 		}
 	})
 
 	t.Run("apply against a database changed after planning is stale", func(t *testing.T) {
 		db, _ := e.db(t)
-		p := mustPlan(t, db, files(shop), Options{})
+		p := mustPlan(t, db, files(shop), e.o(Options{}))
 		exec(t, db, `CREATE TABLE audit (id int)`)
 		_, err := Apply(context.Background(), db, p, ApplyOptions{LockTimeout: time.Second})
 		wantCode(t, err, report.StalePlan)
@@ -250,8 +277,8 @@ func TestSchemaEngine(t *testing.T) {
 	t.Run("rows written after planning do not make the plan stale", func(t *testing.T) {
 		db, _ := e.db(t)
 		base := `CREATE TABLE events (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, seq bigserial, body text);`
-		mustApply(t, db, mustPlan(t, db, files(base), Options{}), ApplyOptions{})
-		p := mustPlan(t, db, files(base+`CREATE TABLE extra (id int);`), Options{})
+		mustApply(t, db, mustPlan(t, db, files(base), e.o(Options{})), ApplyOptions{})
+		p := mustPlan(t, db, files(base+`CREATE TABLE extra (id int);`), e.o(Options{}))
 		exec(t, db, `INSERT INTO events (body) SELECT 'x' FROM generate_series(1, 50)`)
 		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
 			t.Fatalf("apply: %+v", res)
@@ -260,9 +287,9 @@ func TestSchemaEngine(t *testing.T) {
 
 	t.Run("a failing statement rolls back the whole plan", func(t *testing.T) {
 		db, _ := e.db(t)
-		mustApply(t, db, mustPlan(t, db, files(shop), Options{}), ApplyOptions{})
+		mustApply(t, db, mustPlan(t, db, files(shop), e.o(Options{})), ApplyOptions{})
 		exec(t, db, `INSERT INTO customers (email) VALUES ('a@example.com')`)
-		p := mustPlan(t, db, files(shop+`CREATE TABLE audit (id int);`+"\n"+`ALTER TABLE customers ADD COLUMN tier int NOT NULL;`), Options{})
+		p := mustPlan(t, db, files(shop+`CREATE TABLE audit (id int);`+"\n"+`ALTER TABLE customers ADD COLUMN tier int NOT NULL;`), e.o(Options{}))
 		if len(p.Statements) != 2 || !p.Destructive {
 			t.Fatalf("plan: %+v", p.Statements)
 		}
@@ -277,7 +304,7 @@ func TestSchemaEngine(t *testing.T) {
 
 	t.Run("an edited plan is refused", func(t *testing.T) {
 		db, _ := e.db(t)
-		p := mustPlan(t, db, files(shop), Options{})
+		p := mustPlan(t, db, files(shop), e.o(Options{}))
 		b, _ := p.Marshal()
 		_, err := ReadPlan("plan.json", []byte(strings.Replace(string(b), "CREATE TABLE", "CREATE UNLOGGED TABLE", 1)))
 		wantCode(t, err, report.PlanInvalid)
@@ -289,23 +316,23 @@ func TestSchemaEngine(t *testing.T) {
 	t.Run("malformed SQL names the file and line and applies nothing", func(t *testing.T) {
 		db, _ := e.db(t)
 		bad := "CREATE TABLE a (id int);\n\nCREATE TABLE b (\n  id int,\n  oops nosuchtype\n);\n"
-		_, err := ComputePlan(context.Background(), db, []File{{Name: "good.sql", Text: shop}, {Name: "bad.sql", Text: bad}}, Options{})
-		e := wantCode(t, err, report.Parse)
-		if !strings.Contains(e.Message, "bad.sql:5:") || !strings.Contains(e.Message, "nosuchtype") {
-			t.Fatalf("message: %s", e.Message)
+		_, err := ComputePlan(context.Background(), db, []File{{Name: "good.sql", Text: shop}, {Name: "bad.sql", Text: bad}}, e.o(Options{}))
+		parseErr := wantCode(t, err, report.Parse)
+		if !strings.Contains(parseErr.Message, "bad.sql:5:") || !strings.Contains(parseErr.Message, "nosuchtype") {
+			t.Fatalf("message: %s", parseErr.Message)
 		}
-		_, err = ComputePlan(context.Background(), db, []File{{Name: "syntax.sql", Text: "CREATE TABLE a (id int);\nCREATE TABLEX b (id int);\n"}}, Options{})
+		_, err = ComputePlan(context.Background(), db, []File{{Name: "syntax.sql", Text: "CREATE TABLE a (id int);\nCREATE TABLEX b (id int);\n"}}, e.o(Options{}))
 		if e := wantCode(t, err, report.Parse); !strings.Contains(e.Message, "syntax.sql:2:") {
 			t.Fatalf("message: %s", e.Message)
 		}
-		if got := columns(t, db, "customers") + columns(t, db, "a"); got != "" || scratchSchemas(t, db) != 0 {
-			t.Fatalf("malformed SQL left objects behind: %q, %d scratch schemas", got, scratchSchemas(t, db))
+		if got := columns(t, db, "customers") + columns(t, db, "a"); got != "" || strangeSchemas(t, db) != 0 {
+			t.Fatalf("malformed SQL left objects behind: %q, %d schemas", got, strangeSchemas(t, db))
 		}
 	})
 
 	t.Run("concurrent applies are serialised by the lock", func(t *testing.T) {
 		db, _ := e.db(t)
-		p := mustPlan(t, db, files(shop), Options{})
+		p := mustPlan(t, db, files(shop), e.o(Options{}))
 		var wg sync.WaitGroup
 		errs := make([]error, 4)
 		for i := range errs {
@@ -333,7 +360,7 @@ func TestSchemaEngine(t *testing.T) {
 
 	t.Run("a lock held by another session times out", func(t *testing.T) {
 		db, _ := e.db(t)
-		p := mustPlan(t, db, files(shop), Options{})
+		p := mustPlan(t, db, files(shop), e.o(Options{}))
 		holder, err := db.Conn(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -354,14 +381,14 @@ func TestSchemaEngine(t *testing.T) {
 	t.Run("drift of a hand-made DROP COLUMN", func(t *testing.T) {
 		db, _ := e.db(t)
 		fs := files(shop)
-		mustApply(t, db, mustPlan(t, db, fs, Options{}), ApplyOptions{})
-		d, err := ComputeDrift(context.Background(), db, fs, Options{}, false)
+		mustApply(t, db, mustPlan(t, db, fs, e.o(Options{})), ApplyOptions{})
+		d, err := ComputeDrift(context.Background(), db, fs, e.o(Options{}), false)
 		if err != nil || d.Drift || d.Changes != 0 {
 			t.Fatalf("no drift expected: %+v %v", d, err)
 		}
 		exec(t, db, `ALTER TABLE customers DROP COLUMN name`)
 		exec(t, db, `ALTER TABLE orders ADD COLUMN note text`)
-		d, err = ComputeDrift(context.Background(), db, fs, Options{}, true)
+		d, err = ComputeDrift(context.Background(), db, fs, e.o(Options{}), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -372,7 +399,7 @@ func TestSchemaEngine(t *testing.T) {
 			t.Fatalf("objects: %+v", d.Objects)
 		}
 		exec(t, db, `ALTER TABLE orders DROP COLUMN note`)
-		d, _ = ComputeDrift(context.Background(), db, fs, Options{}, false)
+		d, _ = ComputeDrift(context.Background(), db, fs, e.o(Options{}), false)
 		if d.Categories["column_missing"] != 1 || d.Changes != 1 || d.HighestSeverity != Safe || d.Objects != nil {
 			t.Fatalf("drift: %+v", d)
 		}
@@ -381,7 +408,7 @@ func TestSchemaEngine(t *testing.T) {
 	t.Run("excluded tables are neither compared nor changed", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, `CREATE TABLE legacy_audit (id int)`)
-		p := mustPlan(t, db, files(shop), Options{Exclude: []string{"legacy_*"}})
+		p := mustPlan(t, db, files(shop), e.o(Options{Exclude: []string{"legacy_*"}}))
 		for _, s := range p.Statements {
 			if strings.Contains(s.SQL, "legacy_audit") {
 				t.Fatalf("excluded table planned: %s", s.SQL)

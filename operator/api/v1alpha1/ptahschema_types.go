@@ -203,10 +203,39 @@ type Execution struct {
 	// +kubebuilder:validation:Pattern=`^[^\s]+$`
 	// +optional
 	RunnerImage string `json:"runnerImage,omitempty"`
+	// DevDatabase is where Observe, Plan and Proof load the desired SQL to
+	// inspect it; it never runs on the target, which they only read, over a
+	// read-only session. Unset, each of their Pods runs a throwaway
+	// PostgreSQL as a native sidecar from the manager's --dev-database-image.
+	// +optional
+	DevDatabase *DevDatabase `json:"devDatabase,omitempty"`
+}
+
+// DevDatabase is the throwaway PostgreSQL sidecar's image and resources, or
+// instead a PostgreSQL server the owner names.
+// +kubebuilder:validation:XValidation:rule="!has(self.urlFrom) || (!has(self.image) && !has(self.resources))",message="urlFrom names a server in place of the sidecar: image and resources are the sidecar's; set either urlFrom or those"
+type DevDatabase struct {
+	// Image of the sidecar, overriding the manager's --dev-database-image.
+	// It runs as UID 65532 with a read-only root filesystem and needs sh,
+	// initdb, postgres and pg_isready on PATH and a passwd entry for 65532.
+	// +kubebuilder:validation:MaxLength=512
+	// +kubebuilder:validation:Pattern=`^[^\s]+$`
+	// +optional
+	Image string `json:"image,omitempty"`
+	// Resources of the sidecar.
+	// +optional
+	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// URLFrom names the Secret key holding the URL of a PostgreSQL server,
+	// never the target's (ptah refuses it), as a role with CREATEDB: each
+	// operation creates a database there, loads the desired SQL into it and
+	// drops it. No sidecar runs then.
+	// +optional
+	URLFrom *SecretKeyRef `json:"urlFrom,omitempty"`
 }
 
 // PtahSchemaSpec declares the schema a database should have and how the
 // operator may get it there.
+// +kubebuilder:validation:XValidation:rule="!has(self.execution) || !has(self.execution.devDatabase) || !has(self.execution.devDatabase.urlFrom) || self.execution.devDatabase.urlFrom.name != self.target.urlFrom.name || self.execution.devDatabase.urlFrom.key != self.target.urlFrom.key",message="execution.devDatabase.urlFrom is the target's own URL: the desired SQL is loaded on another server",fieldPath=".execution.devDatabase.urlFrom"
 type PtahSchemaSpec struct {
 	// +required
 	Target Target `json:"target"`

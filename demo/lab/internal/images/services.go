@@ -118,3 +118,25 @@ func mustKey(extra ...string) string {
 	k, _ := contentKey(nil, extra...)
 	return k
 }
+
+// devPasswd is the account the dev database sidecar runs as: the operator's
+// Pods run as UID 65532, and initdb refuses a user the system does not know.
+const devPasswd = "ptah:x:65532:65532:ptah dev database:/nonexistent:/usr/sbin/nologin"
+
+// DevDatabase returns the dev database sidecar's image: the PostgreSQL image
+// base (as Postgres returned it) with an account for UID 65532, running as
+// it. The operator's Pods give it its command (devdb.Script), so it needs
+// nothing else: sh, and initdb, postgres and pg_isready on PATH.
+func (b *Builder) DevDatabase(ctx context.Context, base string) (Provenance, error) {
+	dockerfile := fmt.Sprintf("FROM %s\nRUN echo '%s' >> /etc/passwd && echo 'ptah:x:65532:' >> /etc/group\nUSER 65532:65532\nENTRYPOINT []\nCMD []\n", base, devPasswd)
+	ref := fmt.Sprintf("ptah-lab/dev-database:15-%s", mustKey(b.D.ImageID(ctx, base), dockerfile, recipe))
+	if b.D.ImageID(ctx, ref) != "" {
+		return Provenance{"dev-database", ref, "cached"}, nil
+	}
+	done := b.R.Step("dev-database: build " + ref + " from " + base)
+	if err := b.D.Build(ctx, ref, dockerfile); err != nil {
+		return Provenance{}, err
+	}
+	done("built")
+	return Provenance{"dev-database", ref, "built"}, nil
+}

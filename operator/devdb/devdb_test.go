@@ -1,0 +1,118 @@
+package devdb_test
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/devdb"
+)
+
+// TestThrowawayServer is what the desired SQL gets: a role that is no
+// superuser, a server with no TCP listener that the superuser cannot log in
+// to, and nothing left once it is stopped.
+func TestThrowawayServer(t *testing.T) {
+	ctx := context.Background()
+	local, err := devdb.StartLocal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(local.URL)
+	dir := u.Query().Get("host")
+	conn, err := pgx.Connect(ctx, local.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var user, listen string
+	var super, createRole, createDB bool
+	if err := conn.QueryRow(ctx, "SELECT current_user, rolsuper, rolcreaterole, rolcreatedb, current_setting('listen_addresses') FROM pg_roles WHERE rolname = current_user").
+		Scan(&user, &super, &createRole, &createDB, &listen); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if user != devdb.Role || super || createRole || !createDB || listen != "" {
+		t.Fatalf("role %s super=%v createrole=%v createdb=%v, listen_addresses %q; want %s, only CREATEDB, no TCP", user, super, createRole, createDB, listen, devdb.Role)
+	}
+	asSuper := strings.Replace(local.URL, devdb.Role+"@", "postgres@", 1)
+	if c, err := pgx.Connect(ctx, asSuper); err == nil {
+		c.Close(ctx)
+		t.Fatalf("the superuser logged in to the throwaway server")
+	}
+	local.Stop()
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("%s remains after Stop (%v)", dir, err)
+	}
+}
+
+// TestFreshDatabaseIsDropped: each comparison database is gone once dropped,
+// and a session the target's role cannot see is still recognised as the
+// target's server.
+func TestFreshDatabaseIsDropped(t *testing.T) {
+	ctx := context.Background()
+	local, err := devdb.StartLocal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Stop()
+	srv, err := devdb.Open(ctx, local.URL, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	pg := testenv.StartPostgres(t)
+	target, err := database.OpenReadOnly(ctx, pg.CreateDatabase(t, "app"), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer target.Close()
+	db, drop, err := srv.Fresh(ctx, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var name string
+	if err := db.QueryRow("SELECT current_database()").Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	drop()
+	conn, err := pgx.Connect(ctx, local.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = $1", name).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("%s: %d left (%v)", name, n, err)
+	}
+
+	// Another role's dev session on the target's own server.
+	other := pg.CreateDatabase(t, "other")
+	pg.Exec(t, "postgres", "ALTER ROLE other CREATEDB")
+	same, err := devdb.Open(ctx, other, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer same.Close()
+	if _, _, err := same.Fresh(ctx, target); err == nil || !strings.Contains(err.Error(), "target's own server") {
+		t.Fatalf("want a refusal, got %v", err)
+	}
+}
+
+// BenchmarkStartLocal is the cost of a throwaway dev server (initdb, the
+// role, start, first connection, stop): what every Observe, Plan and Proof
+// Pod and each ptah --dev-throwaway run pays.
+func BenchmarkStartLocal(b *testing.B) {
+	for b.Loop() {
+		local, err := devdb.StartLocal(context.Background())
+		if err != nil {
+			b.Fatal(err)
+		}
+		local.Stop()
+	}
+}

@@ -1,0 +1,196 @@
+package jobsim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"ptah.run/operator/operator/devdb"
+)
+
+// jobsim has no images and no mount namespaces. A container other than the
+// runner runs its own command on this host, with PostgreSQL's server
+// programs first on PATH (the dev database sidecar's image holds them), and
+// as the system user postgres when jobsim is root, since PostgreSQL refuses
+// to run as root. Each volume is a directory under the Pod's root, and the
+// mount paths named in a container's environment and commands are rewritten
+// to those directories.
+
+// sidecars are the native sidecars of a Pod (init containers that keep
+// running) as this host runs them.
+type sidecars struct {
+	procs []*sidecar
+}
+
+type sidecar struct {
+	name   string
+	cmd    *exec.Cmd
+	log    *lockedBuffer
+	exited chan struct{}
+}
+
+// isSidecar says whether c is a native sidecar.
+func isSidecar(c corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// startSidecars starts the Pod's sidecars in order, each once its startup
+// probe succeeds, as the kubelet does before the main container starts.
+func (k *Kubelet) startSidecars(ctx context.Context, pod *corev1.Pod, root string) (*sidecars, error) {
+	sc := &sidecars{}
+	for _, c := range pod.Spec.InitContainers {
+		env, err := k.containerEnv(ctx, pod, c)
+		if err != nil {
+			sc.stop()
+			return nil, err
+		}
+		p, err := startSidecar(c, root, env)
+		if err != nil {
+			sc.stop()
+			return nil, err
+		}
+		sc.procs = append(sc.procs, p)
+		if err := p.probe(ctx, c, root); err != nil {
+			sc.stop()
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+func startSidecar(c corev1.Container, root string, env []string) (*sidecar, error) {
+	argv := append(append([]string{}, c.Command...), c.Args...)
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("jobsim runs a sidecar's own command; %s names none (its image's entrypoint is not known here)", c.Name)
+	}
+	bin, err := devdb.BinDir()
+	if err != nil {
+		return nil, err
+	}
+	p := &sidecar{name: c.Name, log: &lockedBuffer{}, exited: make(chan struct{})}
+	p.cmd = exec.Command(argv[0], rewriteAll(argv[1:], c, root)...)
+	// exec keeps the last of duplicate names: this PATH wins over the image's.
+	p.cmd.Env = append(rewriteAll(env, c, root), "PATH="+bin+":/usr/local/bin:/usr/bin:/bin", "HOME=/nonexistent")
+	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if os.Geteuid() == 0 {
+		cred, err := postgresCredential()
+		if err != nil {
+			return nil, err
+		}
+		p.cmd.SysProcAttr.Credential = cred
+	}
+	if err := p.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start sidecar %s: %w", c.Name, err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+// probe runs c's startup probe command until it succeeds, at most its
+// failure threshold times, one period apart.
+func (p *sidecar) probe(ctx context.Context, c corev1.Container, root string) error {
+	pr := c.StartupProbe
+	if pr == nil || pr.Exec == nil {
+		return nil // started is ready
+	}
+	bin, _ := devdb.BinDir()
+	period := time.Duration(max(pr.PeriodSeconds, 1)) * time.Second
+	for i := int32(0); i < max(pr.FailureThreshold, 1); i++ {
+		argv := rewriteAll(pr.Exec.Command, c, root)
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+		if cmd.Run() == nil {
+			return nil
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("sidecar %s exited before its startup probe succeeded: %s", p.name, strings.TrimSpace(p.log.String()))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(period):
+		}
+	}
+	return fmt.Errorf("sidecar %s: startup probe failed %d times: %s", p.name, pr.FailureThreshold, strings.TrimSpace(p.log.String()))
+}
+
+// stop ends the sidecars in reverse order with SIGTERM, as the kubelet does
+// once the main container has exited, and returns what they logged.
+func (sc *sidecars) stop() string {
+	var logs strings.Builder
+	for i := len(sc.procs) - 1; i >= 0; i-- {
+		p := sc.procs[i]
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(30 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+		fmt.Fprintf(&logs, "sidecar %s: %s\n", p.name, strings.TrimSpace(p.log.String()))
+	}
+	return logs.String()
+}
+
+// rewrite maps the mount paths of c named in v (as the value itself, or
+// after "=") to their directories under root.
+func rewrite(v string, c corev1.Container, root string) string {
+	for _, m := range c.VolumeMounts {
+		mp := m.MountPath
+		if v == mp || strings.HasPrefix(v, mp+"/") {
+			v = root + v
+		}
+		v = strings.ReplaceAll(v, "="+mp, "="+root+mp)
+	}
+	return v
+}
+
+func rewriteAll(vs []string, c corev1.Container, root string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = rewrite(v, c, root)
+	}
+	return out
+}
+
+func postgresCredential() (*syscall.Credential, error) {
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("jobsim runs the dev database sidecar as the system user postgres when root, and there is none (apt-get install postgresql-15 creates it): %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// lockedBuffer is a process's output, written by exec's copiers.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// volumeDir is the directory standing for volume name of a Pod rooted at root.
+func volumeDir(root, name string) string { return filepath.Join(root, "volumes", name) }
