@@ -140,6 +140,17 @@ lab-e2e: images
 lab-smoke: images
 	acceptance/smoke.sh
 
+DIST ?= $(BUILD)/dist
+PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+.PHONY: plugin-archives
+## plugin-archives: kubectl-ptah for each krew platform as DIST/kubectl-ptah_OS_ARCH.tar.gz, and the krew manifest naming them with their sha256
+plugin-archives:
+	@mkdir -p $(DIST) && cp cmd/kubectl-ptah/krew/ptah.yaml $(DIST)/ptah.yaml
+	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; d=$$(mktemp -d); a=$(DIST)/kubectl-ptah_$${os}_$${arch}.tar.gz; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" -o $$d/kubectl-ptah ./cmd/kubectl-ptah && \
+	  tar -C $$d --owner=0 --group=0 --mtime=@0 -czf $$a kubectl-ptah && rm -rf $$d && \
+	  sed -i "s/SHA256_$${os}_$${arch}/$$(sha256sum $$a | cut -d' ' -f1)/" $(DIST)/ptah.yaml && echo "plugin-archives: $$a"; done
+
 ID ?= failure-recovery
 .PHONY: demo-reproduce
 ## demo-reproduce: repeat a published scenario (ID=...) as a reader would, and diff it against the recording

@@ -87,6 +87,9 @@ func namedBy(s *v1alpha1.PtahSchema, kind, name string) string {
 		if a := s.Spec.Desired.RegistryAuthFrom; a != nil {
 			add("spec.desired.registryAuthFrom", a.Name)
 		}
+		if d := s.Spec.Execution.DevDatabase; d != nil && d.URLFrom != nil {
+			add("spec.execution.devDatabase.urlFrom", d.URLFrom.Name)
+		}
 	case "ConfigMap":
 		if p := s.Spec.Desired.VerificationPolicyFrom; p != nil {
 			add("spec.desired.verificationPolicyFrom", p.Name)

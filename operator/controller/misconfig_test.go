@@ -40,6 +40,9 @@ func TestBadReferencesAreDiagnosedAtOnce(t *testing.T) {
 			s.Spec.Desired.RegistryAuthFrom = &v1alpha1.LocalRef{Name: "registry-typo"}
 		},
 			code: "secret_missing", says: []string{"/registry-typo", "spec.desired.registryAuthFrom"}},
+		{name: "dev database Secret missing", spec: func(s *v1alpha1.PtahSchema) {
+			s.Spec.Execution.DevDatabase = &v1alpha1.DevDatabase{URLFrom: &v1alpha1.SecretKeyRef{Name: "dev-typo", Key: "url"}}
+		}, code: "secret_missing", says: []string{"/dev-typo", "spec.execution.devDatabase.urlFrom"}},
 		{name: "policy ConfigMap missing", spec: verifiedBy("policy-typo"),
 			code: "configmap_missing", says: []string{"ConfigMap ", "/policy-typo", "spec.desired.verificationPolicyFrom"}},
 		{name: "policy key missing", spec: verifiedBy("policy-empty"),
