@@ -1,8 +1,10 @@
 // Package execute runs one scenario command the way a reader's terminal would:
-// POSIX sh under a pseudo-terminal of fixed size, with a scrubbed environment
-// and a deadline that ends the command's whole process group. It records every
-// output chunk with its monotonic offset from the start, so a replay can keep
-// the real timing.
+// POSIX sh with its output on a pseudo-terminal of fixed size, a scrubbed
+// environment and standard input at end of file. It records every output
+// chunk with its monotonic offset from the start, so a replay can keep the
+// real timing, and nothing a command does can hang it: output is read while
+// the command runs and bounded, a deadline ends the command's whole process
+// group, and what the command leaves running is ended with it.
 package execute
 
 import (
@@ -14,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,6 +34,15 @@ const (
 
 // drainGrace bounds how long output is read after the command has exited.
 const drainGrace = 2 * time.Second
+
+// Defaults for a Shell that leaves them unset.
+const (
+	// DefaultTimeout is the deadline of a command that states none.
+	DefaultTimeout = 5 * time.Minute
+	// MaxOutput is how many bytes a command may print, both streams
+	// together; past it the command is stopped and Result.Overflow set.
+	MaxOutput = 64 << 10
+)
 
 // Size of the pseudo-terminal every command sees (and the cast's frame).
 const (
@@ -53,6 +65,9 @@ type Result struct {
 	Duration time.Duration
 	// TimedOut is true when the deadline ended the process group.
 	TimedOut bool
+	// Overflow is true when the command printed more than the Shell's
+	// MaxOutput and was stopped; Chunks hold the first MaxOutput bytes.
+	Overflow bool
 }
 
 // Text joins the output of the named streams in arrival order; "stdout"
@@ -68,37 +83,47 @@ func (r Result) Text(stream string) string {
 }
 
 // Shell runs commands: Dir is the working directory (the repository root),
-// Env the complete environment, Timeout the per-command deadline.
+// Env the complete environment, Timeout the per-command deadline
+// (DefaultTimeout when zero), MaxOutput the bytes a command may print
+// (the package's MaxOutput when zero).
 type Shell struct {
-	Dir     string
-	Env     []string
-	Timeout time.Duration
+	Dir       string
+	Env       []string
+	Timeout   time.Duration
+	MaxOutput int
 }
 
 // Run runs command with sh -c. separate keeps stderr apart from the terminal.
-// A non-zero exit is a Result, not an error; errors are for commands that
-// could not be started.
+// A non-zero exit, a timeout and an overflow are a Result, not an error;
+// errors are for commands that could not be started or were interrupted.
 func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, error) {
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = s.Dir
 	cmd.Env = append([]string{}, s.Env...)
-	if cmd.Env == nil {
-		cmd.Env = []string{}
+	// Standard input is at end of file: a command that reads it (cat, a
+	// prompt) gets EOF at once instead of waiting for a reader who is not
+	// there.
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		return Result{}, fmt.Errorf("execute: open %s for standard input: %w", os.DevNull, err)
 	}
+	defer stdin.Close()
+	cmd.Stdin = stdin
 
 	var errR, errW *os.File
 	if separate {
-		var err error
 		if errR, errW, err = os.Pipe(); err != nil {
 			return Result{}, fmt.Errorf("execute: stderr pipe: %w", err)
 		}
 		cmd.Stderr = errW
 	}
+	becomeSubreaper()
 	start := time.Now()
 	// Setsid makes the shell the leader of a new process group, so one
-	// signal to -pid reaches everything the command started.
-	term, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: Columns, Rows: Rows},
-		&syscall.SysProcAttr{Setsid: true, Setctty: true})
+	// signal to -pid reaches everything the command started. The terminal
+	// is not made the session's controlling terminal: a program that opens
+	// /dev/tty to prompt fails at once rather than waiting forever.
+	term, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: Columns, Rows: Rows}, &syscall.SysProcAttr{Setsid: true})
 	if errW != nil {
 		_ = errW.Close()
 	}
@@ -109,23 +134,33 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 		return Result{}, fmt.Errorf("execute: start sh -c in %s: %w", s.Dir, err)
 	}
 	defer term.Close()
+	pid := cmd.Process.Pid
+	running.add(pid)
+	defer running.remove(pid)
 
-	chunks := make(chan Chunk, 64)
-	readers := 1
-	go read(term, Terminal, start, chunks)
+	limit := s.MaxOutput
+	if limit <= 0 {
+		limit = MaxOutput
+	}
+	out := &collector{start: start, limit: limit, over: make(chan struct{})}
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() { defer readers.Done(); out.read(term, Terminal) }()
 	if separate {
-		readers++
+		readers.Add(1)
 		// The terminal carries only stdout when stderr has its own pipe.
-		go read(errR, Stderr, start, chunks)
+		go func() { defer readers.Done(); out.read(errR, Stderr) }()
 		defer errR.Close()
 	}
+	drained := make(chan struct{})
+	go func() { readers.Wait(); close(drained) }()
 
 	waited := make(chan error, 1)
 	go func() { waited <- cmd.Wait() }()
 
 	timeout := s.Timeout
 	if timeout <= 0 {
-		timeout = 10 * time.Minute
+		timeout = DefaultTimeout
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
@@ -136,40 +171,44 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 	case waitErr = <-waited:
 	case <-timer.C:
 		res.TimedOut = true
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		waitErr = <-waited
+	case <-out.over:
+		res.Overflow = true
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		waitErr = <-waited
 	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
 		waitErr = <-waited
 	}
 	res.Duration = time.Since(start)
 	// What the command left running in its group would hold the terminal
-	// open and outlive the step: it ends with the command.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	// open and outlive the step: it ends with the command, and so does what
+	// left the group but kept the command's environment.
+	_ = syscall.Kill(-pid, syscall.SIGKILL)
+	endOrphans(pid, cmd.Env)
 
-	// A process that left the group (its own setsid) could hold the terminal
-	// forever; after a grace period its output is no longer the command's.
-	grace := time.NewTimer(drainGrace)
-	defer grace.Stop()
-	for readers > 0 {
-		select {
-		case c := <-chunks:
-			if c.Data == nil {
-				readers--
-				continue
-			}
-			if separate && c.Stream == Terminal {
-				c.Stream = Stdout
-			}
-			res.Chunks = append(res.Chunks, c)
-		case <-grace.C:
-			_ = term.Close()
-			if errR != nil {
-				_ = errR.Close()
+	// A process that escaped both could hold the terminal forever; after a
+	// grace period its output is no longer the command's.
+	select {
+	case <-drained:
+	case <-time.After(drainGrace):
+		_ = term.Close()
+		if errR != nil {
+			_ = errR.Close()
+		}
+		<-drained
+	}
+	res.Chunks = out.chunks
+	res.Overflow = res.Overflow || out.overflowed()
+	sort.SliceStable(res.Chunks, func(i, j int) bool { return res.Chunks[i].At < res.Chunks[j].At })
+	if separate {
+		for i := range res.Chunks {
+			if res.Chunks[i].Stream == Terminal {
+				res.Chunks[i].Stream = Stdout
 			}
 		}
 	}
-	sort.SliceStable(res.Chunks, func(i, j int) bool { return res.Chunks[i].At < res.Chunks[j].At })
 
 	var exitErr *exec.ExitError
 	switch {
@@ -188,18 +227,54 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 	return res, nil
 }
 
-// read sends each read from f as a chunk stamped on arrival, then a nil chunk.
-// A pseudo-terminal reports EIO once the last writer is gone: that is its EOF.
-func read(f io.Reader, stream string, start time.Time, out chan<- Chunk) {
+// collector keeps the chunks the readers deliver, as they arrive, up to the
+// limit; past it, it signals over once and keeps reading without keeping,
+// so a writer is never blocked on a full terminal.
+type collector struct {
+	start time.Time
+	limit int
+
+	mu     sync.Mutex
+	chunks []Chunk
+	size   int
+	over   chan struct{}
+	closed bool
+}
+
+func (c *collector) read(f io.Reader, stream string) {
 	buf := make([]byte, 32*1024)
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
-			out <- Chunk{At: time.Since(start), Stream: stream, Data: append([]byte(nil), buf[:n]...)}
+			c.add(time.Since(c.start), stream, buf[:n])
 		}
+		// A pseudo-terminal reports EIO once the last writer is gone: that
+		// is its EOF.
 		if err != nil {
-			out <- Chunk{Stream: stream}
 			return
 		}
 	}
+}
+
+func (c *collector) add(at time.Duration, stream string, data []byte) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	if keep := c.limit - c.size; len(data) > keep {
+		data = data[:keep]
+		c.closed = true
+		close(c.over)
+	}
+	if len(data) > 0 {
+		c.chunks = append(c.chunks, Chunk{At: at, Stream: stream, Data: append([]byte(nil), data...)})
+		c.size += len(data)
+	}
+}
+
+func (c *collector) overflowed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }

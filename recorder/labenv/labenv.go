@@ -25,6 +25,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"ptah.run/operator/recorder/credential"
 )
 
 // Versions identify the lab a recording was made against; two recordings
@@ -89,8 +91,8 @@ func Load(file string) (*Lab, error) {
 		ExecutorDigest: l.Values["PTAH_LAB_EXECUTOR_DIGEST"],
 	}
 	// The registry password is a published name whose value is a secret.
-	if pw := l.Values["PTAH_OCI_PASSWORD"]; pw != "" {
-		l.Secrets = append(l.Secrets, Secret{Value: []byte(pw), From: file + ":PTAH_OCI_PASSWORD"})
+	if pw := l.Values[secretName]; pw != "" {
+		l.Secrets = append(l.Secrets, Secret{Value: []byte(pw), From: file + ":" + secretName})
 	}
 	for _, p := range filepath.SplitList(l.Values["PTAH_LAB_SECRETS"]) {
 		if p == "" {
@@ -128,4 +130,37 @@ func (l *Lab) readSecrets(file string) error {
 func (l *Lab) Lookup(name string) (string, bool) {
 	v, ok := l.Values[name]
 	return v, ok
+}
+
+// secretName is the one published name whose value is a credential.
+const secretName = "PTAH_OCI_PASSWORD"
+
+// Public are the values of the published names that are not credentials
+// (a user name, a registry address, namespaces): printed on every page by
+// design, so a Secret holding one does not make it a credential.
+func (l *Lab) Public(published []string) []string {
+	var out []string
+	for _, n := range published {
+		if v := l.Values[n]; n != secretName && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Credentials are what the lab knows must not be published: every value it
+// generated (and the parts they carry, such as a URL's password) and the
+// credentials of the kubeconfig the steps run with. public are values that
+// never count (Public).
+func (l *Lab) Credentials(public []string) (*credential.Set, error) {
+	set := credential.NewSet(public...)
+	for _, s := range l.Secrets {
+		set.AddValue(s.Value, "a credential the lab generated ("+s.From+")")
+	}
+	if kc := l.Values["KUBECONFIG"]; kc != "" {
+		if err := set.AddKubeconfig(kc); err != nil {
+			return nil, fmt.Errorf("labenv: %s: %w", l.File, err)
+		}
+	}
+	return set, nil
 }

@@ -1,0 +1,158 @@
+package credential
+
+import (
+	"bytes"
+	"strings"
+
+	"ptah.run/operator/recorder/terminal"
+)
+
+// Finding is what a scan found: which credential and in which form, never
+// the value.
+type Finding struct {
+	Kind string
+	Form string
+}
+
+func (f Finding) String() string {
+	return f.Kind + " (" + f.Form + ")"
+}
+
+// Scanner looks for a set of credentials in text.
+type Scanner struct {
+	needles []needle
+}
+
+type needle struct {
+	kind     string
+	form     string
+	data     []byte // folded when the form is
+	stripped []byte
+	folded   bool
+}
+
+// NewScanner prepares every form of every credential; the shapes are
+// always looked for.
+func NewScanner(creds []Credential) *Scanner {
+	s := &Scanner{}
+	for _, c := range creds {
+		for _, f := range forms(c.Value) {
+			n := needle{kind: c.Kind, form: f.name, data: f.data, folded: f.folded}
+			if f.folded {
+				n.data = lower(f.data)
+			}
+			if st := stripSpace(n.data); len(st) >= MinLength && len(st) != len(n.data) {
+				n.stripped = st
+			}
+			s.needles = append(s.needles, n)
+		}
+	}
+	return s
+}
+
+// view is one way of reading the text: as written, or as a terminal shows it.
+type view struct {
+	name string
+	data []byte
+	// the same with ASCII case folded, with whitespace removed, and both
+	folded, stripped, foldedStripped []byte
+}
+
+func newView(name string, data []byte) view {
+	st := stripSpace(data)
+	return view{name: name, data: data, folded: lower(data), stripped: st, foldedStripped: lower(st)}
+}
+
+// shown says whether a terminal would show data differently from its bytes.
+func shown(data []byte) bool {
+	for _, c := range data {
+		if c == '\r' || c == '\b' || c == 0x1b || c >= 0x80 || (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// Scan returns the first credential found in data, or nil.
+func (s *Scanner) Scan(data []byte) *Finding {
+	views := []view{newView("", data)}
+	if shown(data) {
+		views = append(views, newView(" as a terminal shows it", []byte(terminal.Text(string(data)))))
+	}
+	for _, v := range views {
+		for _, n := range s.needles {
+			in, inStripped := v.data, v.stripped
+			if n.folded {
+				in, inStripped = v.folded, v.foldedStripped
+			}
+			if bytes.Contains(in, n.data) || (n.stripped != nil && bytes.Contains(inStripped, n.stripped)) {
+				return &Finding{Kind: n.kind, Form: n.form + v.name}
+			}
+		}
+		for _, sh := range Shapes {
+			if sh.Pattern.Match(v.data) || sh.Pattern.Match(v.stripped) {
+				return &Finding{Kind: sh.Kind, Form: FormRaw + v.name}
+			}
+		}
+		for _, d := range decodedRuns(v.stripped) {
+			for _, sh := range Shapes {
+				if sh.InBase64 && sh.Pattern.Match(d) {
+					return &Finding{Kind: sh.Kind, Form: FormBase64 + v.name}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ScanString is Scan on text.
+func (s *Scanner) ScanString(text string) *Finding {
+	return s.Scan([]byte(text))
+}
+
+// Redacted is the placeholder a credential's text is replaced with.
+const Redacted = "[redacted]"
+
+// Redact returns text with every credential taken out, and how many lines
+// were changed: a value as written is replaced where it stands, and a line
+// still holding one in another form is withheld whole.
+func (s *Scanner) Redact(text string) (string, int) {
+	lines := strings.Split(text, "\n")
+	changed := 0
+	for i, l := range lines {
+		if s.ScanString(l) == nil {
+			continue
+		}
+		changed++
+		for _, n := range s.needles {
+			if n.form == FormRaw {
+				l = replaceFold(l, string(n.data), Redacted)
+			}
+		}
+		if f := s.ScanString(l); f != nil {
+			l = "[line withheld: it holds " + f.String() + "]"
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n"), changed
+}
+
+// replaceFold replaces every ASCII-case-insensitive occurrence of the
+// folded old in s.
+func replaceFold(s, old, with string) string {
+	if old == "" {
+		return s
+	}
+	folded := string(lower([]byte(s)))
+	var b strings.Builder
+	for {
+		i := strings.Index(folded, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString(with)
+		s, folded = s[i+len(old):], folded[i+len(old):]
+	}
+}

@@ -1,0 +1,103 @@
+package execute
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// A command's children that outlive it are reparented to the recorder
+// (PR_SET_CHILD_SUBREAPER) rather than to init, so the recorder can find and
+// end them: the ones still in the command's process group, and the ones that
+// left it (setsid, a daemon) but still carry the command's environment.
+var subreaper sync.Once
+
+func becomeSubreaper() {
+	subreaper.Do(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
+}
+
+// running are the shells in flight, which are never orphans.
+var running = pids{m: map[int]bool{}}
+
+type pids struct {
+	mu sync.Mutex
+	m  map[int]bool
+}
+
+func (p *pids) add(pid int)    { p.mu.Lock(); p.m[pid] = true; p.mu.Unlock() }
+func (p *pids) remove(pid int) { p.mu.Lock(); delete(p.m, pid); p.mu.Unlock() }
+func (p *pids) has(pid int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.m[pid]
+}
+
+// endOrphans kills and reaps the recorder's adopted children that the
+// command whose shell was pgid left behind.
+func endOrphans(pgid int, env []string) {
+	self := os.Getpid()
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(filepath.Base(d))
+		if err != nil || pid == pgid || running.has(pid) {
+			continue
+		}
+		ppid, pgrp, ok := stat(d)
+		if !ok || ppid != self {
+			continue
+		}
+		if pgrp != pgid && !carries(d, env) {
+			continue
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		var ws syscall.WaitStatus
+		_, _ = syscall.Wait4(pid, &ws, 0, nil)
+	}
+}
+
+// stat reads a process's parent and process group from /proc/PID/stat.
+func stat(dir string) (ppid, pgrp int, ok bool) {
+	raw, err := os.ReadFile(filepath.Join(dir, "stat"))
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name is in parentheses and may hold anything.
+	i := bytes.LastIndexByte(raw, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(string(raw[i+1:]))
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	ppid, err1 := strconv.Atoi(f[1])
+	pgrp, err2 := strconv.Atoi(f[2])
+	return ppid, pgrp, err1 == nil && err2 == nil
+}
+
+// carries says whether the process's environment holds every entry of env.
+func carries(dir string, env []string) bool {
+	if len(env) == 0 {
+		return false
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "environ"))
+	if err != nil || len(raw) == 0 {
+		return false
+	}
+	have := map[string]bool{}
+	for _, e := range bytes.Split(raw, []byte{0}) {
+		have[string(e)] = true
+	}
+	for _, e := range env {
+		if !have[e] {
+			return false
+		}
+	}
+	return true
+}

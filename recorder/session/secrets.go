@@ -1,0 +1,33 @@
+package session
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"ptah.run/operator/recorder/credential"
+)
+
+// AddSecrets adds every value of every Secret in the namespaces, with the
+// parts each value carries, to set.
+func AddSecrets(ctx context.Context, cfg *rest.Config, namespaces []string, set *credential.Set) error {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("read Secrets: %w", err)
+	}
+	for _, ns := range namespaces {
+		list, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return fmt.Errorf("refused: cannot list the Secrets of namespace %s, so cannot keep their values out of the recording: %w; nothing was written", ns, err)
+		}
+		for _, s := range list.Items {
+			for key, v := range s.Data {
+				set.AddValue(v, fmt.Sprintf("the value of Secret %s/%s key %s", ns, s.Name, key))
+			}
+		}
+	}
+	return nil
+}
