@@ -138,11 +138,28 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 	running.add(pid)
 	defer running.remove(pid)
 
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	// The deadline, an overflow and an interruption each end the process
+	// group from their own goroutine; this one only waits.
+	var res Result
+	var ended sync.Once
+	end := func(why *bool) {
+		ended.Do(func() {
+			if why != nil {
+				*why = true
+			}
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		})
+	}
+	var timedOut, overflowed bool
 	limit := s.MaxOutput
 	if limit <= 0 {
 		limit = MaxOutput
 	}
-	out := &collector{start: start, limit: limit, over: make(chan struct{})}
+	out := &collector{start: start, limit: limit, onOver: func() { end(&overflowed) }}
 	var readers sync.WaitGroup
 	readers.Add(1)
 	go func() { defer readers.Done(); out.read(term, Terminal) }()
@@ -155,32 +172,13 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 	drained := make(chan struct{})
 	go func() { readers.Wait(); close(drained) }()
 
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
-
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = DefaultTimeout
-	}
-	timer := time.NewTimer(timeout)
+	timer := time.AfterFunc(timeout, func() { end(&timedOut) })
 	defer timer.Stop()
-
-	var res Result
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-timer.C:
-		res.TimedOut = true
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		waitErr = <-waited
-	case <-out.over:
-		res.Overflow = true
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		waitErr = <-waited
-	case <-ctx.Done():
-		_ = syscall.Kill(-pid, syscall.SIGKILL)
-		waitErr = <-waited
-	}
+	stopCtx := context.AfterFunc(ctx, func() { end(nil) })
+	defer stopCtx()
+	waitErr := cmd.Wait()
+	ended.Do(func() {})
+	res.TimedOut, res.Overflow = timedOut, overflowed
 	res.Duration = time.Since(start)
 	// What the command left running in its group would hold the terminal
 	// open and outlive the step: it ends with the command, and so does what
@@ -200,7 +198,8 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 		<-drained
 	}
 	res.Chunks = out.chunks
-	res.Overflow = res.Overflow || out.overflowed()
+	// Output still in the terminal when the command exited counts too.
+	res.Overflow = res.Overflow || out.passed()
 	sort.SliceStable(res.Chunks, func(i, j int) bool { return res.Chunks[i].At < res.Chunks[j].At })
 	if separate {
 		for i := range res.Chunks {
@@ -234,15 +233,22 @@ type collector struct {
 	start time.Time
 	limit int
 
+	// onOver is called once, when the limit is passed.
+	onOver func()
+
 	mu     sync.Mutex
 	chunks []Chunk
 	size   int
-	over   chan struct{}
 	closed bool
 }
 
+// buffers are the readers' read buffers, reused from command to command.
+var buffers = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
+
 func (c *collector) read(f io.Reader, stream string) {
-	buf := make([]byte, 32*1024)
+	bp := buffers.Get().(*[]byte)
+	defer buffers.Put(bp)
+	buf := *bp
 	for {
 		n, err := f.Read(buf)
 		if n > 0 {
@@ -265,7 +271,7 @@ func (c *collector) add(at time.Duration, stream string, data []byte) {
 	if keep := c.limit - c.size; len(data) > keep {
 		data = data[:keep]
 		c.closed = true
-		close(c.over)
+		defer c.onOver()
 	}
 	if len(data) > 0 {
 		c.chunks = append(c.chunks, Chunk{At: at, Stream: stream, Data: append([]byte(nil), data...)})
@@ -273,7 +279,8 @@ func (c *collector) add(at time.Duration, stream string, data []byte) {
 	}
 }
 
-func (c *collector) overflowed() bool {
+// passed says whether the output went past the limit.
+func (c *collector) passed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.closed

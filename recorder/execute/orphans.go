@@ -39,15 +39,17 @@ func (p *pids) has(pid int) bool {
 }
 
 // endOrphans kills and reaps the recorder's adopted children that the
-// command whose shell was pgid left behind.
+// command whose shell was pgid left behind. Process ids are handed out in
+// increasing order, so only the ids from the shell's to the last one the
+// kernel handed out are read (/proc/loadavg names it); when the counter
+// has wrapped, or the range is large, every process is read instead.
 func endOrphans(pgid int, env []string) {
 	self := os.Getpid()
-	dirs, _ := filepath.Glob("/proc/[0-9]*")
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(filepath.Base(d))
-		if err != nil || pid == pgid || running.has(pid) {
+	for _, pid := range younger(pgid) {
+		if pid == pgid || running.has(pid) {
 			continue
 		}
+		d := "/proc/" + strconv.Itoa(pid)
 		ppid, pgrp, ok := stat(d)
 		if !ok || ppid != self {
 			continue
@@ -59,6 +61,39 @@ func endOrphans(pgid int, env []string) {
 		var ws syscall.WaitStatus
 		_, _ = syscall.Wait4(pid, &ws, 0, nil)
 	}
+}
+
+// maxRange is how many process ids are tried one by one before reading
+// the whole process table is cheaper.
+const maxRange = 2048
+
+// younger lists the process ids that may have been started after pid.
+func younger(pid int) []int {
+	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
+		f := strings.Fields(string(raw))
+		if len(f) == 5 {
+			if last, err := strconv.Atoi(f[4]); err == nil && last >= pid && last-pid <= maxRange {
+				out := make([]int, 0, last-pid)
+				for p := pid + 1; p <= last; p++ {
+					out = append(out, p)
+				}
+				return out
+			}
+		}
+	}
+	proc, err := os.Open("/proc")
+	if err != nil {
+		return nil
+	}
+	defer proc.Close()
+	names, _ := proc.Readdirnames(-1)
+	var out []int
+	for _, n := range names {
+		if p, err := strconv.Atoi(n); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // stat reads a process's parent and process group from /proc/PID/stat.
