@@ -86,8 +86,9 @@ func (l *leakLab) record(t *testing.T, steps string) (int, string, string) {
 	l.repo.write(dir+"/"+id+".yaml", "id: "+id+"\ntitle: T\ntagline: t\nlearn: l\ntags: [Test]\nsteps:\n"+steps)
 	l.repo.git("add", ".")
 	l.repo.git("commit", "-qm", id)
-	out := filepath.Join(t.TempDir(), "recordings")
-	junit := filepath.Join(out, "junit.xml")
+	tmp := t.TempDir()
+	out := filepath.Join(tmp, "recordings")
+	junit := filepath.Join(tmp, "junit.xml")
 	code, _, stderr := runRecord(t, "-scenarios", dir, "-output", filepath.Join(out, "runs.json"), "-environment", l.env, "-junit", junit)
 	return code, stderr, out
 }
@@ -159,11 +160,25 @@ func TestLeaksAreRefused(t *testing.T) {
 					t.Errorf("the refusal prints a credential:\n%s", stderr)
 				}
 			}
-			if entries, _ := os.ReadDir(out); len(entries) != 0 {
-				t.Errorf("a refused recording wrote %d files into %s", len(entries), out)
+			if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+				t.Errorf("a refused recording wrote %d files (recording or JUnit report) into %s", len(entries), filepath.Dir(out))
 			}
 		})
 	}
+
+	t.Run("a failed check on a Secret: the report is redacted, the JUnit report not written", func(t *testing.T) {
+		code, stderr, out := l.record(t, "  - note: Read it.\n    run: \"true\"\n    expect:\n      exit: 0\n      resource:\n        kind: secret\n        name: demo-database\n        fields:\n          - {path: data.password, equals: nope}\n")
+		b64 := base64.StdEncoding.EncodeToString([]byte(appPassword))
+		if code != 1 || strings.Contains(stderr, b64) || !strings.Contains(stderr, "[redacted]") || !strings.Contains(stderr, "were redacted") {
+			t.Errorf("record exited %d; want a failure report with the value redacted:\n%s", code, stderr)
+		}
+		if !strings.Contains(stderr, "JUnit report") {
+			t.Errorf("no word of the JUnit report that was not written:\n%s", stderr)
+		}
+		if _, err := os.Stat(filepath.Join(filepath.Dir(out), "junit.xml")); err == nil {
+			t.Error("the JUnit report holding the Secret's value was written")
+		}
+	})
 
 	t.Run("what is published on purpose is recorded", func(t *testing.T) {
 		code, stderr, out := l.record(t, step(`echo "user $PTAH_OCI_USERNAME at $REGISTRY_IN_CLUSTER in $NAMESPACE"; kubectl -n "$NAMESPACE" get secrets`)+

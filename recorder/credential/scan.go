@@ -114,8 +114,8 @@ func (s *Scanner) ScanString(text string) *Finding {
 const Redacted = "[redacted]"
 
 // Redact returns text with every credential taken out, and how many lines
-// were changed: a value as written is replaced where it stands, and a line
-// still holding one in another form is withheld whole.
+// were changed: a value in any form is replaced where it stands, and a line
+// still holding one (as a terminal shows it, or by shape) is withheld whole.
 func (s *Scanner) Redact(text string) (string, int) {
 	lines := strings.Split(text, "\n")
 	changed := 0
@@ -125,8 +125,10 @@ func (s *Scanner) Redact(text string) (string, int) {
 		}
 		changed++
 		for _, n := range s.needles {
-			if n.form == FormRaw {
+			if n.folded {
 				l = replaceFold(l, string(n.data), Redacted)
+			} else {
+				l = strings.ReplaceAll(l, string(n.data), Redacted)
 			}
 		}
 		if f := s.ScanString(l); f != nil {

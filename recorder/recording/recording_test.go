@@ -257,3 +257,16 @@ func TestMergeReplacesByID(t *testing.T) {
 		t.Errorf("merged scenarios = %+v", r.Scenarios)
 	}
 }
+
+// TestCredentialAsThePageShowsIt: a value hidden from the bytes and from a
+// terminal reading the whole output, but shown whole by the page (which
+// renders line by line), is refused.
+func TestCredentialAsThePageShowsIt(t *testing.T) {
+	sc := credential.NewScanner([]credential.Credential{{Value: []byte("hunter2-db-pass"), Kind: "a lab credential"}})
+	r := sample()
+	e := &r.Scenarios[0].Events[1]
+	e.Output = []Line{{0.1, "stdout", "\x1b]0;title left open"}, {0.2, "stdout", "hunter2\x1b[31m-db-pass"}}
+	if err := Scan(sc, r.Scenarios[0]); err == nil || !strings.Contains(err.Error(), "step 2 output") {
+		t.Errorf("scan = %v, want a refusal of step 2 output", err)
+	}
+}

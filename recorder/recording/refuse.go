@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/terminal"
 )
 
 // CredentialError is a refusal to publish: where the credential was found
@@ -41,12 +42,19 @@ func Scan(sc *credential.Scanner, s Scenario) error {
 		if err := scanBytes(sc, where+" command", []byte(e.Command)); err != nil {
 			return err
 		}
-		var out bytes.Buffer
+		// As recorded, and line by line as the page shows it (an escape
+		// sequence left open on one line does not hide the next there).
+		var out, shown bytes.Buffer
 		for _, l := range e.Output {
 			out.WriteString(l.Text)
 			out.WriteByte('\n')
+			shown.WriteString(terminal.Line(l.Text))
+			shown.WriteByte('\n')
 		}
 		if err := scanBytes(sc, where+" output", out.Bytes()); err != nil {
+			return err
+		}
+		if err := scanBytes(sc, where+" output", shown.Bytes()); err != nil {
 			return err
 		}
 	}
