@@ -52,6 +52,9 @@ func startLeakLab(t *testing.T) *leakLab {
 		{ObjectMeta: metav1.ObjectMeta{Name: "demo-registry", Namespace: "ptah-demo"}, Type: corev1.SecretTypeDockerConfigJson, StringData: map[string]string{
 			corev1.DockerConfigJsonKey: string(dockerConfig), "username": "ptah", "registry": "registry.ptah-demo.svc:5000"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "webhook-token", Namespace: "ptah-system"}, StringData: map[string]string{"token": "sys-Token-0451-xyz"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "demo-database-broken", Namespace: "ptah-demo"}, StringData: map[string]string{
+			"url": "postgres://nobody:nobody@demo-postgres-absent.ptah-demo.svc:5432/storefront?sslmode=disable"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "spare", Namespace: "ptah-demo"}, StringData: map[string]string{"x": "placeholder-x"}},
 	} {
 		if _, err := cs.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -64,7 +67,7 @@ func startLeakLab(t *testing.T) *leakLab {
 	env := filepath.Join(lab, "environment")
 	if err := os.WriteFile(env, []byte("KUBECONFIG="+api.Kubeconfig+"\nNAMESPACE=ptah-demo\nOPERATOR_NAMESPACE=ptah-system\n"+
 		"REGISTRY_IN_CLUSTER=registry.ptah-demo.svc:5000\nPTAH_OCI_USERNAME=ptah\nPTAH_OCI_PASSWORD="+ociPassword+
-		"\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\n"), 0o600); err != nil {
+		"\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_PLACEHOLDERS=ptah-demo/demo-database-broken,ptah-demo/spare\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	r := repo{t, t.TempDir()}
@@ -140,6 +143,7 @@ func TestLeaksAreRefused(t *testing.T) {
 		{"a Secret's value as evidence", "  - note: Read it.\n    run: \"true\"\n    expect:\n      exit: 0\n      resource:\n        kind: secret\n        name: demo-database\n        fields:\n          - {path: data.url, notEmpty: true}\n", "step 1 check evidence", "Secret ptah-demo/demo-database"},
 		{"a Secret's value in a claim", "  - note: Look for it.\n    run: \"true\"\n    expect:\n      exit: 0\n      stdout_absent: [" + appPassword + "]\n", "step 1 check claim", "demo-database"},
 		{"a Secret's value in a note", "  - note: The password is " + appPassword + ".\n    run: \"true\"\n    expect:\n      exit: 0\n", "step 1 note", "demo-database"},
+		{"a real value copied into a placeholder Secret", step(`kubectl -n "$NAMESPACE" get secret demo-database -o json | jq '.metadata = {name: "spare"}' | kubectl -n "$NAMESPACE" apply -f - >/dev/null && kubectl -n "$NAMESPACE" get secret spare -o jsonpath='{.data.url}'`), "step 1 output", "demo-database"},
 		// The kubeconfig the steps run with.
 		{"the kubeconfig", step(`cat "$KUBECONFIG"`), "step 1 output", "kubeconfig"},
 		{"the kubeconfig through kubectl", step(`kubectl config view --raw`), "step 1 output", "kubeconfig"},
@@ -182,7 +186,8 @@ func TestLeaksAreRefused(t *testing.T) {
 
 	t.Run("what is published on purpose is recorded", func(t *testing.T) {
 		code, stderr, out := l.record(t, step(`echo "user $PTAH_OCI_USERNAME at $REGISTRY_IN_CLUSTER in $NAMESPACE"; kubectl -n "$NAMESPACE" get secrets`)+
-			step(`kubectl -n "$NAMESPACE" get secret demo-registry -o jsonpath='{.data.username}{"\n"}'`))
+			step(`kubectl -n "$NAMESPACE" get secret demo-registry -o jsonpath='{.data.username}{"\n"}'`)+
+			"  - note: The placeholders are not credentials.\n    run: kubectl -n \"$NAMESPACE\" get secret demo-database-broken -o jsonpath='{.data.url}' | base64 -d\n    expect:\n      exit: 0\n      stdout_contains: [\"nobody:nobody\"]\n")
 		if code != 0 {
 			t.Fatalf("record exited %d:\n%s", code, stderr)
 		}

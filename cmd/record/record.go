@@ -171,6 +171,7 @@ func newRunner(lab *labenv.Lab, root string, stderr io.Writer) (*session.Runner,
 			r.Namespaces = append(r.Namespaces, v)
 		}
 	}
+	r.Placeholders = lab.Placeholders
 	r.Lab = lab
 	return r, nil
 }

@@ -10,6 +10,9 @@
 //	PTAH_LAB_SECRETS          credential files, separated by ":"; each holds
 //	                          one secret value per line (blank lines ignored);
 //	                          relative paths are from the file's folder
+//	PTAH_LAB_PLACEHOLDERS     Secrets (namespace/name, separated by spaces or
+//	                          commas) whose values are placeholders, not
+//	                          credentials (a URL to a database that is not there)
 //	PTAH_LAB_RUN_ID           the run id the lab built its names from
 //	PTAH_LAB_KUBERNETES       Kubernetes version of the cluster
 //	PTAH_LAB_KIND             kind version
@@ -53,6 +56,9 @@ type Lab struct {
 	Versions Versions
 	RunID    string
 	Secrets  []Secret
+	// Placeholders are the Secrets (namespace/name) whose values are not
+	// credentials.
+	Placeholders []string
 }
 
 // minSecret is the shortest value a scan can look for without refusing
@@ -83,6 +89,7 @@ func Load(file string) (*Lab, error) {
 		l.Values[k] = v
 	}
 	l.RunID = l.Values["PTAH_LAB_RUN_ID"]
+	l.Placeholders = strings.FieldsFunc(l.Values["PTAH_LAB_PLACEHOLDERS"], func(r rune) bool { return r == ',' || r == ' ' })
 	l.Versions = Versions{
 		Kubernetes:     l.Values["PTAH_LAB_KUBERNETES"],
 		Kind:           l.Values["PTAH_LAB_KIND"],

@@ -44,6 +44,9 @@ type Runner struct {
 	// shapes are still refused.
 	Credentials *credential.Set
 	Namespaces  []string
+	// Placeholders are Secrets (namespace/name) whose values are not
+	// credentials (labenv.Lab.Placeholders).
+	Placeholders []string
 	// Lab holds the published values, for diagnostics (CONTROLLER,
 	// OPERATOR_NAMESPACE); nil when there is no lab file.
 	Lab *labenv.Lab
@@ -362,7 +365,7 @@ func (ru *run) learn(ctx context.Context) error {
 		return nil
 	}
 	if len(ru.Namespaces) > 0 && ru.Config != nil {
-		if err := AddSecrets(ctx, ru.Config, ru.Namespaces, ru.Credentials); err != nil {
+		if err := AddSecrets(ctx, ru.Config, ru.Namespaces, ru.Placeholders, ru.Credentials); err != nil {
 			return err
 		}
 	}
