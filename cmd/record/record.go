@@ -85,7 +85,12 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 			return 1, nil
 		}
 		if err != nil {
-			return 1, fmt.Errorf("scenario %s: %w", s.ID, err)
+			// Printed, not published: what holds a credential is taken out.
+			text, n := runner.Scanner().Redact(err.Error())
+			if n > 0 {
+				text += " (a credential was redacted from this message)"
+			}
+			return 1, fmt.Errorf("scenario %s: %s", s.ID, text)
 		}
 		recorded = append(recorded, rec)
 		runs = append(runs, ran{rec.ID, rec.Checks})
