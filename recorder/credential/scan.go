@@ -58,6 +58,17 @@ type view struct {
 	folded, stripped, foldedStripped []byte
 }
 
+// form names a form as read in this view.
+func (v view) form(f string) string {
+	switch {
+	case v.name == "":
+		return f
+	case f == FormRaw:
+		return v.name
+	}
+	return f + ", " + v.name
+}
+
 func newView(name string, data []byte) view {
 	st := stripSpace(data)
 	return view{name: name, data: data, folded: lower(data), stripped: st, foldedStripped: lower(st)}
@@ -77,7 +88,7 @@ func shown(data []byte) bool {
 func (s *Scanner) Scan(data []byte) *Finding {
 	views := []view{newView("", data)}
 	if shown(data) {
-		views = append(views, newView(" as a terminal shows it", []byte(terminal.Text(string(data)))))
+		views = append(views, newView("as a terminal shows it", []byte(terminal.Text(string(data)))))
 	}
 	for _, v := range views {
 		for _, n := range s.needles {
@@ -86,18 +97,18 @@ func (s *Scanner) Scan(data []byte) *Finding {
 				in, inStripped = v.folded, v.foldedStripped
 			}
 			if bytes.Contains(in, n.data) || (n.stripped != nil && bytes.Contains(inStripped, n.stripped)) {
-				return &Finding{Kind: n.kind, Form: n.form + v.name}
+				return &Finding{Kind: n.kind, Form: v.form(n.form)}
 			}
 		}
 		for _, sh := range Shapes {
 			if sh.Pattern.Match(v.data) || sh.Pattern.Match(v.stripped) {
-				return &Finding{Kind: sh.Kind, Form: FormRaw + v.name}
+				return &Finding{Kind: sh.Kind, Form: v.form(FormRaw)}
 			}
 		}
 		for _, d := range decodedRuns(v.stripped) {
 			for _, sh := range Shapes {
 				if sh.InBase64 && sh.Pattern.Match(d) {
-					return &Finding{Kind: sh.Kind, Form: FormBase64 + v.name}
+					return &Finding{Kind: sh.Kind, Form: v.form(FormBase64)}
 				}
 			}
 		}
