@@ -44,6 +44,12 @@ func (p *pids) has(pid int) bool {
 // kernel handed out are read (/proc/loadavg names it); when the counter
 // has wrapped, or the range is large, every process is read instead.
 func endOrphans(pgid int, env []string) {
+	// With no child at all (none adopted, none running) there is nothing
+	// to look for; WNOWAIT leaves any child's exit for its own Wait.
+	var info unix.Siginfo
+	if unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == unix.ECHILD {
+		return
+	}
 	self := os.Getpid()
 	for _, pid := range younger(pgid) {
 		if pid == pgid || running.has(pid) {
