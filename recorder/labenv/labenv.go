@@ -63,7 +63,7 @@ type Lab struct {
 
 // minSecret is the shortest value a scan can look for without refusing
 // ordinary text; a shorter credential is a lab error.
-const minSecret = 4
+const minSecret = credential.MinLength
 
 // Load reads the environment file and every credential file it names.
 func Load(file string) (*Lab, error) {
@@ -99,6 +99,9 @@ func Load(file string) (*Lab, error) {
 	}
 	// The registry password is a published name whose value is a secret.
 	if pw := l.Values[secretName]; pw != "" {
+		if len(pw) < minSecret {
+			return nil, fmt.Errorf("labenv: %s: %s is shorter than %d bytes and would match ordinary text; regenerate it", file, secretName, minSecret)
+		}
 		l.Secrets = append(l.Secrets, Secret{Value: []byte(pw), From: file + ":" + secretName})
 	}
 	for _, p := range filepath.SplitList(l.Values["PTAH_LAB_SECRETS"]) {
