@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -44,6 +45,27 @@ var encodings = map[string]func(string) string{
 	"backspaced":               func(s string) string { return s[:4] + "X\b" + s[4:] },
 	"inside invalid UTF-8":     func(s string) string { return "\xff\xfe" + s + "\xc3" },
 	"base64 of a colour split": func(s string) string { return base64.StdEncoding.EncodeToString([]byte("u:" + s)) },
+	// Dumps that print 16 bytes a line after an offset, as xxd does.
+	"xxd": func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i += 16 {
+			line := s[i:min(i+16, len(s))]
+			b.WriteString(fmt.Sprintf("%08x: %s  %s\n", i, hex.EncodeToString([]byte(line)), line))
+		}
+		return b.String()
+	},
+	"od with offsets": func(s string) string {
+		var b strings.Builder
+		for i := 0; i < len(s); i += 16 {
+			b.WriteString(fmt.Sprintf("%07o", i))
+			for _, c := range []byte(s[i:min(i+16, len(s))]) {
+				b.WriteString(fmt.Sprintf(" %02x", c))
+			}
+			b.WriteString("\n")
+		}
+		return b.String()
+	},
+	"cut short": func(s string) string { return s[:14] },
 }
 
 func wrap(s string, n int) string {
@@ -196,5 +218,19 @@ func TestRedact(t *testing.T) {
 	}
 	if !strings.Contains(got, "line one") || !strings.Contains(got, "url postgres://u:"+Redacted+"@db") {
 		t.Errorf("redaction took out more than the credential:\n%s", got)
+	}
+}
+
+// TestPartsOnlyOfTokens: most of a password published is refused, but the
+// parts of a URL or a document (ordinary words) are not credentials.
+func TestPartsOnlyOfTokens(t *testing.T) {
+	set := NewSet()
+	set.AddValue([]byte("postgres://app:"+password+"@demo-postgres.ptah-demo.svc:5432/storefront?sslmode=disable"), "Secret url")
+	sc := NewScanner(set.Credentials())
+	if f := sc.ScanString("dial tcp: lookup demo-postgres.ptah-demo.svc:5432/storefront?sslmode=disable: no such host"); f != nil {
+		t.Errorf("a part of a URL that is not its password was refused: %v", f)
+	}
+	if f := sc.ScanString("the password starts " + password[:13]); f == nil || !strings.Contains(f.Form, FormPart) {
+		t.Errorf("most of the password: finding = %v, want one in part", f)
 	}
 }

@@ -20,6 +20,8 @@ const (
 	FormPercent = "percent-encoded"
 	FormJSON    = "JSON-escaped"
 	FormYAML    = "YAML-escaped"
+	// FormPart prefixes a form in which most of a value was found.
+	FormPart = "in part, "
 )
 
 // form is one encoding of a value; folded forms are compared with ASCII
@@ -116,6 +118,34 @@ func stripSpace(b []byte) []byte {
 		default:
 			out = append(out, c)
 		}
+	}
+	return out
+}
+
+// Parts of a token-like value are looked for too: a dump that breaks the
+// value over lines (xxd, od, hexdump print 16 bytes a line, each after an
+// offset) or a command that cuts it (cut -c1-16) still publishes most of
+// it. Only values of the token alphabet are cut, so a URL or a JSON
+// document, whose parts are ordinary text, is not.
+const (
+	partLength = 12
+	partMin    = 16  // values shorter than this are looked for whole only
+	partMax    = 128 // longer ones are keys and documents, not tokens
+)
+
+// parts returns every partLength window of a token-like v, or nothing.
+func parts(v []byte) [][]byte {
+	if len(v) < partMin || len(v) > partMax {
+		return nil
+	}
+	for _, c := range v {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=' || c == '_' || c == '-') {
+			return nil
+		}
+	}
+	out := make([][]byte, 0, len(v)-partLength+1)
+	for i := 0; i+partLength <= len(v); i++ {
+		out = append(out, v[i:i+partLength])
 	}
 	return out
 }

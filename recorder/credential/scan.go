@@ -2,6 +2,7 @@ package credential
 
 import (
 	"bytes"
+	"encoding/hex"
 	"strings"
 
 	"ptah.run/operator/recorder/terminal"
@@ -21,30 +22,41 @@ func (f Finding) String() string {
 // Scanner looks for a set of credentials in text.
 type Scanner struct {
 	needles []needle
+	// parts maps each folded partLength window of a token-like value, and
+	// the hex of each, to what the value is: looked up at every offset of
+	// the text rather than searched one by one.
+	parts map[string]string
 }
 
 type needle struct {
 	kind     string
 	form     string
 	data     []byte // folded when the form is
-	stripped []byte
+	stripped []byte // data without whitespace, for text wrapped over lines
 	folded   bool
 }
 
 // NewScanner prepares every form of every credential; the shapes are
 // always looked for.
 func NewScanner(creds []Credential) *Scanner {
-	s := &Scanner{}
+	s := &Scanner{parts: map[string]string{}}
 	for _, c := range creds {
 		for _, f := range forms(c.Value) {
 			n := needle{kind: c.Kind, form: f.name, data: f.data, folded: f.folded}
 			if f.folded {
 				n.data = lower(f.data)
 			}
-			if st := stripSpace(n.data); len(st) >= MinLength && len(st) != len(n.data) {
+			if st := stripSpace(n.data); len(st) >= MinLength {
 				n.stripped = st
 			}
 			s.needles = append(s.needles, n)
+		}
+		for _, p := range parts(c.Value) {
+			for _, w := range []string{string(lower(p)), hex.EncodeToString(p)} {
+				if _, ok := s.parts[w]; !ok {
+					s.parts[w] = c.Kind
+				}
+			}
 		}
 	}
 	return s
@@ -100,6 +112,9 @@ func (s *Scanner) Scan(data []byte) *Finding {
 				return &Finding{Kind: n.kind, Form: v.form(n.form)}
 			}
 		}
+		if f := s.part(v); f != nil {
+			return f
+		}
 		for _, sh := range Shapes {
 			if sh.Pattern.Match(v.data) || sh.Pattern.Match(v.stripped) {
 				return &Finding{Kind: sh.Kind, Form: v.form(FormRaw)}
@@ -109,6 +124,28 @@ func (s *Scanner) Scan(data []byte) *Finding {
 			for _, sh := range Shapes {
 				if sh.InBase64 && sh.Pattern.Match(d) {
 					return &Finding{Kind: sh.Kind, Form: v.form(FormBase64)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// part looks up every window of the folded view, with and without
+// whitespace, among the parts of token-like values.
+func (s *Scanner) part(v view) *Finding {
+	if len(s.parts) == 0 {
+		return nil
+	}
+	for _, text := range [][]byte{v.folded, v.foldedStripped} {
+		for _, n := range []int{partLength, 2 * partLength} {
+			for i := 0; i+n <= len(text); i++ {
+				if kind, ok := s.parts[string(text[i:i+n])]; ok {
+					form := FormPart + FormRaw
+					if n != partLength {
+						form = FormPart + FormHex
+					}
+					return &Finding{Kind: kind, Form: v.form(form)}
 				}
 			}
 		}
