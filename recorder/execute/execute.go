@@ -12,11 +12,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"sort"
-	"sync"
 	"syscall"
 	"time"
 
@@ -142,64 +140,17 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	// The deadline, an overflow and an interruption each end the process
-	// group from their own goroutine; this one only waits.
-	var res Result
-	var ended sync.Once
-	end := func(why *bool) {
-		ended.Do(func() {
-			if why != nil {
-				*why = true
-			}
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		})
-	}
-	var timedOut, overflowed bool
 	limit := s.MaxOutput
 	if limit <= 0 {
 		limit = MaxOutput
 	}
-	out := &collector{start: start, limit: limit, onOver: func() { end(&overflowed) }}
-	var readers sync.WaitGroup
-	readers.Add(1)
-	go func() { defer readers.Done(); out.read(term, Terminal) }()
-	if separate {
-		readers.Add(1)
-		// The terminal carries only stdout when stderr has its own pipe.
-		go func() { defer readers.Done(); out.read(errR, Stderr) }()
+	if errR != nil {
 		defer errR.Close()
 	}
-	drained := make(chan struct{})
-	go func() { readers.Wait(); close(drained) }()
-
-	timer := time.AfterFunc(timeout, func() { end(&timedOut) })
-	defer timer.Stop()
-	stopCtx := context.AfterFunc(ctx, func() { end(nil) })
-	defer stopCtx()
-	waitErr := cmd.Wait()
-	ended.Do(func() {})
-	res.TimedOut, res.Overflow = timedOut, overflowed
-	res.Duration = time.Since(start)
-	// What the command left running in its group would hold the terminal
-	// open and outlive the step: it ends with the command, and so does what
-	// left the group but kept the command's environment.
-	_ = syscall.Kill(-pid, syscall.SIGKILL)
-	endOrphans(pid, cmd.Env)
-
-	// A process that escaped both could hold the terminal forever; after a
-	// grace period its output is no longer the command's.
-	select {
-	case <-drained:
-	case <-time.After(drainGrace):
-		_ = term.Close()
-		if errR != nil {
-			_ = errR.Close()
-		}
-		<-drained
+	res, waitErr, err := wait(ctx, cmd, term, errR, timeout, limit, start)
+	if err != nil {
+		return res, err
 	}
-	res.Chunks = out.chunks
-	// Output still in the terminal when the command exited counts too.
-	res.Overflow = res.Overflow || out.passed()
 	sort.SliceStable(res.Chunks, func(i, j int) bool { return res.Chunks[i].At < res.Chunks[j].At })
 	if separate {
 		for i := range res.Chunks {
@@ -224,64 +175,4 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 		return res, fmt.Errorf("execute: command interrupted: %w", ctx.Err())
 	}
 	return res, nil
-}
-
-// collector keeps the chunks the readers deliver, as they arrive, up to the
-// limit; past it, it signals over once and keeps reading without keeping,
-// so a writer is never blocked on a full terminal.
-type collector struct {
-	start time.Time
-	limit int
-
-	// onOver is called once, when the limit is passed.
-	onOver func()
-
-	mu     sync.Mutex
-	chunks []Chunk
-	size   int
-	closed bool
-}
-
-// buffers are the readers' read buffers, reused from command to command.
-var buffers = sync.Pool{New: func() any { b := make([]byte, 32*1024); return &b }}
-
-func (c *collector) read(f io.Reader, stream string) {
-	bp := buffers.Get().(*[]byte)
-	defer buffers.Put(bp)
-	buf := *bp
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			c.add(time.Since(c.start), stream, buf[:n])
-		}
-		// A pseudo-terminal reports EIO once the last writer is gone: that
-		// is its EOF.
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (c *collector) add(at time.Duration, stream string, data []byte) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return
-	}
-	if keep := c.limit - c.size; len(data) > keep {
-		data = data[:keep]
-		c.closed = true
-		defer c.onOver()
-	}
-	if len(data) > 0 {
-		c.chunks = append(c.chunks, Chunk{At: at, Stream: stream, Data: append([]byte(nil), data...)})
-		c.size += len(data)
-	}
-}
-
-// passed says whether the output went past the limit.
-func (c *collector) passed() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.closed
 }
