@@ -15,8 +15,8 @@ import (
 	"slices"
 	"strings"
 
-	"ptah.run/operator/recorder/check"
 	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/evidence"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/scenario"
 )
@@ -54,10 +54,10 @@ type Scenario struct {
 	Tags    []string `json:"tags"`
 	File    string   `json:"file"`
 	// DefinitionDigest covers what runs and what is checked, not narration.
-	DefinitionDigest string        `json:"definitionDigest"`
-	RecordedAt       string        `json:"recordedAt"`
-	Events           []Event       `json:"events"`
-	Checks           []check.Check `json:"checks"`
+	DefinitionDigest string           `json:"definitionDigest"`
+	RecordedAt       string           `json:"recordedAt"`
+	Events           []Event          `json:"events"`
+	Checks           []evidence.Check `json:"checks"`
 }
 
 // Event is one step as it played: its note, the command as written, and the
