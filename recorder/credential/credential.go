@@ -70,6 +70,9 @@ func (s *Set) AddValue(value []byte, kind string) {
 	s.Add(value, kind)
 	text := strings.TrimSpace(string(value))
 	s.Add([]byte(text), kind)
+	// A part names where its value came from: "the value of Secret x key
+	// url" holds "the password in the URL of Secret x key url".
+	kind = strings.TrimPrefix(kind, "the value of ")
 	if u, err := url.Parse(text); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			s.Add([]byte(pw), "the password in the URL of "+kind)
