@@ -161,3 +161,10 @@ demo-reproduce:
 demo: demo-up
 	$(GO) run ./cmd/record
 	$(GO) run ./cmd/site -recording demo/recordings -out site/public -environment demo/.lab/environment -serve $(SITE_ADDR)
+
+.PHONY: bench-recorder
+## bench-recorder: the recorder's per-command overhead against bare sh -c (x-bare, interleaved in one run)
+## and the credential scan's cost on the committed census recording (fraction of its recorded time)
+bench-recorder:
+	$(GO) test ./recorder/execute -run '^$$' -bench Overhead -benchtime 300x -count 3
+	$(GO) test ./recorder/recording -run '^$$' -bench ScanCensus -benchtime 5x -count 3

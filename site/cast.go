@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"ptah.run/operator/recorder/terminal"
 )
 
 // castHeader is the first line of an asciicast v2 file.
@@ -69,7 +71,7 @@ func castOutput(data []byte) (string, error) {
 // page's transcript, or "" when the two show the same session. The cast
 // types a command's continuation lines after a "> " prompt, as a shell does.
 func agree(cast string, p *Page) string {
-	got := screenLines(cast)
+	got := terminal.Lines(cast)
 	want := p.session("> ")
 	for i := 0; i < len(got) || i < len(want); i++ {
 		var g, w string

@@ -8,19 +8,26 @@ import (
 	"path/filepath"
 	"strings"
 
-	"ptah.run/operator/recorder/labenv"
+	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/recording"
 )
 
-// refuseCredentials walks root and refuses the first file that holds one of
-// the lab's credential values, naming the file (as under shownAs) and the
-// credential file the value came from, never the value. A page is also read
-// with its character references decoded, since the templates escape what
-// they print.
-func refuseCredentials(secrets []labenv.Secret, root, shownAs string) error {
-	if len(secrets) == 0 {
-		return nil
+// scanner looks for the lab's credential values, those in opts.Credentials,
+// and the shapes of credentials no one listed.
+func scanner(opts Options) *credential.Scanner {
+	set := credential.NewSet()
+	for _, s := range opts.Secrets {
+		set.AddValue(s.Value, "a credential the lab generated ("+s.From+")")
 	}
+	creds := append(set.Credentials(), opts.Credentials...)
+	return credential.NewScanner(creds)
+}
+
+// refuseCredentials walks root and refuses the first file that holds a
+// credential, naming the file (as under shownAs) and what the credential is,
+// never the value. A page is also read with its character references
+// decoded, since the templates escape what they print.
+func refuseCredentials(sc *credential.Scanner, root, shownAs string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -32,11 +39,11 @@ func refuseCredentials(secrets []labenv.Secret, root, shownAs string) error {
 		rel, _ := filepath.Rel(root, path)
 		where := filepath.Join(shownAs, rel)
 		text := string(data)
-		if err := recording.ScanText(secrets, where, text); err != nil {
+		if err := recording.ScanText(sc, where, text); err != nil {
 			return err
 		}
 		if strings.HasSuffix(path, ".html") {
-			return recording.ScanText(secrets, where, html.UnescapeString(text))
+			return recording.ScanText(sc, where, html.UnescapeString(text))
 		}
 		return nil
 	})

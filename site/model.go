@@ -158,3 +158,11 @@ func short(s string) Value {
 	}
 	return Value{Short: prefix + hex, Full: s}
 }
+
+// Line is one line of output as the page shows it, with the seconds from the
+// command's start to its last byte, so the player shows it when it came.
+type Line struct {
+	At     float64
+	Stream string
+	Text   string
+}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"ptah.run/operator/recorder/recording"
+
+	"ptah.run/operator/recorder/terminal"
 )
 
 // loadRecording reads runs.json in dir, checks it against the recording's
@@ -53,7 +55,7 @@ func model(r *recording.Recording) (*Site, error) {
 		for _, e := range sc.Events {
 			step := Step{Number: e.Step, Note: e.Note, Command: e.Command, Sync: e.Sync}
 			for _, l := range e.Output {
-				step.Lines = append(step.Lines, Line{At: l.T, Stream: l.Stream, Text: screenLine(l.Text)})
+				step.Lines = append(step.Lines, Line{At: l.T, Stream: l.Stream, Text: terminal.Line(l.Text)})
 			}
 			p.Steps = append(p.Steps, step)
 		}

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 
+	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/labenv"
 )
 
@@ -29,6 +30,9 @@ type Options struct {
 	Recording string
 	Out       string
 	Secrets   []labenv.Secret
+	// Credentials are further values that may not be published (the
+	// kubeconfig's); the shapes of credentials are refused regardless.
+	Credentials []credential.Credential
 }
 
 var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
@@ -49,7 +53,8 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 // no credential value appears in it, so a refused build publishes nothing.
 func Build(opts Options) (*Site, error) {
 	// The inputs are read first, so a refusal names the recording's file.
-	if err := refuseCredentials(opts.Secrets, opts.Recording, opts.Recording); err != nil {
+	sc := scanner(opts)
+	if err := refuseCredentials(sc, opts.Recording, opts.Recording); err != nil {
 		return nil, err
 	}
 	s, err := loadRecording(opts.Recording)
@@ -75,7 +80,7 @@ func Build(opts Options) (*Site, error) {
 	if err := write(s, opts.Recording, tmp); err != nil {
 		return nil, err
 	}
-	if err := refuseCredentials(opts.Secrets, tmp, out); err != nil {
+	if err := refuseCredentials(sc, tmp, out); err != nil {
 		return nil, err
 	}
 	if err := os.RemoveAll(out); err != nil {

@@ -17,28 +17,6 @@ import (
 	"ptah.run/operator/recorder/recording"
 )
 
-func TestScreenLines(t *testing.T) {
-	cases := []struct {
-		name string
-		data string
-		want []string
-	}{
-		{"crlf and a last line without newline", "one\r\ntwo\r\nthree", []string{"one", "two", "three"}},
-		{"colour, cursor and title sequences dropped", "\x1b[1;32mgreen\x1b[0m \x1b]0;title\x07ok\x1b[2K\r\n", []string{"green ok"}},
-		{"carriage return starts the line over", "10%\r50%\r100% done\r\n", []string{"100% done"}},
-		{"backspace removes a character", "nop\bt\n", []string{"not"}},
-		{"tabs stay, other controls go", "a\tb\x07c\n", []string{"a\tbc"}},
-		{"empty lines are kept", "a\r\n\r\nb\r\n", []string{"a", "", "b"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			if got := screenLines(c.data); !reflect.DeepEqual(got, c.want) {
-				t.Errorf("screenLines(%q) = %q, want %q", c.data, got, c.want)
-			}
-		})
-	}
-}
-
 func TestGroupByFirstTag(t *testing.T) {
 	pages := []*Page{
 		{ID: "a", Tags: []string{"Getting started"}},
@@ -358,7 +336,7 @@ func TestEscapedCredentialInAPageIsFound(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.html"), []byte(page), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := refuseCredentials(fixtureLab(t), dir, "site/public")
+	err := refuseCredentials(scanner(Options{Secrets: fixtureLab(t)}), dir, "site/public")
 	if err == nil || !strings.Contains(err.Error(), filepath.Join("site/public", "a.html")) || strings.Contains(err.Error(), plantedPassword) {
 		t.Errorf("err = %v, want a refusal naming site/public/a.html without the value", err)
 	}

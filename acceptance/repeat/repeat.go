@@ -154,7 +154,13 @@ func Run(ctx context.Context, o Options, published Published, dir string, enviro
 	// to withhold; no command reads it.
 	if lab, err := labenv.Load(o.Environment); err == nil {
 		runner.Normalizer = normalize.Normalizer{RunID: lab.RunID}
-		runner.Secrets = lab.Secrets
+		var names []string
+		for _, n := range envnames.Published() {
+			names = append(names, n.Name)
+		}
+		if runner.Credentials, err = lab.Credentials(lab.Public(names)); err != nil {
+			return err
+		}
 	}
 	got, err := runner.Run(ctx, p.Scenario)
 	var failed *session.Failure
@@ -167,7 +173,7 @@ func Run(ctx context.Context, o Options, published Published, dir string, enviro
 	}
 	fmt.Fprint(stdout, table(pub.Checks, got.Checks))
 	text := transcript(got.Events)
-	if err := recording.ScanText(runner.Secrets, "the reproduced transcript of "+p.Scenario.ID, text); err != nil {
+	if err := recording.ScanText(runner.Scanner(), "the reproduced transcript of "+p.Scenario.ID, text); err != nil {
 		return err
 	}
 	diff, differ, volatileOnly := unifiedLines(transcript(handedOver(pub.Events, p)), text)

@@ -8,7 +8,7 @@ import (
 	"strconv"
 
 	checks "ptah.run/operator/recorder/check"
-	"ptah.run/operator/recorder/labenv"
+	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/session"
 )
@@ -44,13 +44,13 @@ type ran struct {
 // writeJUnit writes the report when -junit names a file. failed is the
 // failure that ended the run, if any. The report is scanned for credentials
 // like everything else the recorder writes; it is skipped, not redacted.
-func writeJUnit(file string, lab *labenv.Lab, runs []ran, failed *session.Failure, stderr io.Writer) {
+func writeJUnit(file string, sc *credential.Scanner, runs []ran, failed *session.Failure, stderr io.Writer) {
 	if file == "" {
 		return
 	}
 	raw, err := junitReport(runs, failed)
 	if err == nil {
-		err = recording.ScanText(lab.Secrets, "the JUnit report", string(raw))
+		err = recording.ScanText(sc, "the JUnit report", string(raw))
 	}
 	if err == nil {
 		err = os.WriteFile(file, raw, 0o644)

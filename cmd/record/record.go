@@ -80,12 +80,17 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 		rec, err := runner.Run(ctx, s)
 		var failed *session.Failure
 		if errors.As(err, &failed) {
-			writeJUnit(o.junit, lab, runs, failed, stderr)
+			writeJUnit(o.junit, runner.Scanner(), runs, failed, stderr)
 			fmt.Fprintln(stderr, failed.Error())
 			return 1, nil
 		}
 		if err != nil {
-			return 1, fmt.Errorf("scenario %s: %w", s.ID, err)
+			// Printed, not published: what holds a credential is taken out.
+			text, n := runner.Scanner().Redact(err.Error())
+			if n > 0 {
+				text += " (a credential was redacted from this message)"
+			}
+			return 1, fmt.Errorf("scenario %s: %s", s.ID, text)
 		}
 		recorded = append(recorded, rec)
 		runs = append(runs, ran{rec.ID, rec.Checks})
@@ -105,10 +110,16 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	for _, r := range recorded {
 		out.Merge(r)
 	}
-	if err := recording.Publish(o.output, out, lab.Secrets); err != nil {
+	// The Secrets are read once more as the recording is published, so a
+	// value created by the last step is known too.
+	scanner, err := runner.Learn(ctx)
+	if err != nil {
 		return 1, err
 	}
-	writeJUnit(o.junit, lab, runs, nil, stderr)
+	if err := recording.Publish(o.output, out, scanner); err != nil {
+		return 1, err
+	}
+	writeJUnit(o.junit, scanner, runs, nil, stderr)
 	fmt.Fprintf(stdout, "recorded %d %s, %d checks held, into %s (scenarios at %s)\n",
 		len(recorded), plural(len(recorded), "scenario"), held, o.output, describe)
 	return 0, nil
@@ -152,7 +163,20 @@ func newRunner(lab *labenv.Lab, root string, stderr io.Writer) (*session.Runner,
 		return nil, fmt.Errorf("%s: %w", lab.File, err)
 	}
 	r.Normalizer = normalize.Normalizer{RunID: lab.RunID}
-	r.Secrets = lab.Secrets
+	var names []string
+	for _, n := range envnames.Published() {
+		names = append(names, n.Name)
+	}
+	if r.Credentials, err = lab.Credentials(lab.Public(names)); err != nil {
+		return nil, err
+	}
+	// The namespaces the lab manages: every Secret in them is a credential.
+	for _, n := range []string{"NAMESPACE", "OPERATOR_NAMESPACE"} {
+		if v, ok := lab.Lookup(n); ok && v != "" {
+			r.Namespaces = append(r.Namespaces, v)
+		}
+	}
+	r.Placeholders = lab.Placeholders
 	r.Lab = lab
 	return r, nil
 }

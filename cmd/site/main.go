@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"ptah.run/operator/recorder/envnames"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/site"
 )
@@ -29,6 +30,15 @@ func main() {
 			fail(err)
 		}
 		opts.Secrets = lab.Secrets
+		var names []string
+		for _, n := range envnames.Published() {
+			names = append(names, n.Name)
+		}
+		set, err := lab.Credentials(lab.Public(names))
+		if err != nil {
+			fail(err)
+		}
+		opts.Credentials = set.Credentials()
 	} else {
 		fmt.Fprintf(os.Stderr, "site: no lab environment at %s, so no lab credentials to look for\n", *environment)
 	}

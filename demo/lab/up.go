@@ -385,6 +385,9 @@ func (l *Lab) upEnvironment(ctx context.Context, s *state, _ *created) (string, 
 	}
 	e.set("PTAH_LAB_NODE_IMAGE", s.node.Ref)
 	e.set("PTAH_LAB_SECRETS", l.secretsFile())
+	// The broken database's Secret holds placeholders (nobody:nobody) that
+	// a scenario may name; the recorder does not count them as credentials.
+	e.set("PTAH_LAB_PLACEHOLDERS", Namespace+"/"+brokenSecret)
 	if err := writePrivate(l.environmentFile(), e.bytes()); err != nil {
 		return "", err
 	}

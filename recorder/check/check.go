@@ -11,49 +11,20 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"ptah.run/operator/recorder/evidence"
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/observe"
 	"ptah.run/operator/recorder/scenario"
 )
 
-// Check is one claim, whether it held, and what was seen.
-type Check struct {
-	Step     int      `json:"step"`
-	Claim    string   `json:"claim"`
-	Held     bool     `json:"held"`
-	Evidence Evidence `json:"evidence"`
-}
-
-// Evidence is what the recorder observed when it judged a claim. Only the
-// parts the claim is about are set.
-type Evidence struct {
-	Exit      *int               `json:"exit,omitempty"`
-	Attempts  int                `json:"attempts,omitempty"`
-	Condition *ConditionEvidence `json:"condition,omitempty"`
-	Field     *FieldEvidence     `json:"field,omitempty"`
-	Present   *bool              `json:"present,omitempty"`
-	// WaitSeconds is how long an await or retry took to hold (or give up).
-	WaitSeconds *float64 `json:"waitSeconds,omitempty"`
-	// Why says in one line what was seen instead; empty when held.
-	Why string `json:"why,omitempty"`
-}
-
-// ConditionEvidence is the condition as read from the live object.
-type ConditionEvidence struct {
-	Status             string `json:"status"`
-	Reason             string `json:"reason"`
-	ObservedGeneration int64  `json:"observedGeneration"`
-	Generation         int64  `json:"generation"`
-	LastTransitionTime string `json:"lastTransitionTime,omitempty"`
-}
-
-// FieldEvidence is a field's value as read; Exists is false when the path
-// matched nothing.
-type FieldEvidence struct {
-	Path   string `json:"path"`
-	Value  string `json:"value"`
-	Exists bool   `json:"exists"`
-}
+// The published record of a check lives in package evidence, which links
+// no cluster client, so the site can read it; these are the same types.
+type (
+	Check             = evidence.Check
+	Evidence          = evidence.Evidence
+	ConditionEvidence = evidence.ConditionEvidence
+	FieldEvidence     = evidence.FieldEvidence
+)
 
 // ObjectCheck judges one state of a live object.
 type ObjectCheck interface {

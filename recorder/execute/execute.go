@@ -1,8 +1,10 @@
 // Package execute runs one scenario command the way a reader's terminal would:
-// POSIX sh under a pseudo-terminal of fixed size, with a scrubbed environment
-// and a deadline that ends the command's whole process group. It records every
-// output chunk with its monotonic offset from the start, so a replay can keep
-// the real timing.
+// POSIX sh with its output on a pseudo-terminal of fixed size, a scrubbed
+// environment and standard input at end of file. It records every output
+// chunk with its monotonic offset from the start, so a replay can keep the
+// real timing, and nothing a command does can hang it: output is read while
+// the command runs and bounded, a deadline ends the command's whole process
+// group, and what the command leaves running is ended with it.
 package execute
 
 import (
@@ -10,7 +12,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"sort"
@@ -31,6 +32,15 @@ const (
 
 // drainGrace bounds how long output is read after the command has exited.
 const drainGrace = 2 * time.Second
+
+// Defaults for a Shell that leaves them unset.
+const (
+	// DefaultTimeout is the deadline of a command that states none.
+	DefaultTimeout = 5 * time.Minute
+	// MaxOutput is how many bytes a command may print, both streams
+	// together; past it the command is stopped and Result.Overflow set.
+	MaxOutput = 64 << 10
+)
 
 // Size of the pseudo-terminal every command sees (and the cast's frame).
 const (
@@ -53,6 +63,9 @@ type Result struct {
 	Duration time.Duration
 	// TimedOut is true when the deadline ended the process group.
 	TimedOut bool
+	// Overflow is true when the command printed more than the Shell's
+	// MaxOutput and was stopped; Chunks hold the first MaxOutput bytes.
+	Overflow bool
 }
 
 // Text joins the output of the named streams in arrival order; "stdout"
@@ -68,37 +81,47 @@ func (r Result) Text(stream string) string {
 }
 
 // Shell runs commands: Dir is the working directory (the repository root),
-// Env the complete environment, Timeout the per-command deadline.
+// Env the complete environment, Timeout the per-command deadline
+// (DefaultTimeout when zero), MaxOutput the bytes a command may print
+// (the package's MaxOutput when zero).
 type Shell struct {
-	Dir     string
-	Env     []string
-	Timeout time.Duration
+	Dir       string
+	Env       []string
+	Timeout   time.Duration
+	MaxOutput int
 }
 
 // Run runs command with sh -c. separate keeps stderr apart from the terminal.
-// A non-zero exit is a Result, not an error; errors are for commands that
-// could not be started.
+// A non-zero exit, a timeout and an overflow are a Result, not an error;
+// errors are for commands that could not be started or were interrupted.
 func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, error) {
 	cmd := exec.Command("/bin/sh", "-c", command)
 	cmd.Dir = s.Dir
 	cmd.Env = append([]string{}, s.Env...)
-	if cmd.Env == nil {
-		cmd.Env = []string{}
+	// Standard input is at end of file: a command that reads it (cat, a
+	// prompt) gets EOF at once instead of waiting for a reader who is not
+	// there.
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		return Result{}, fmt.Errorf("execute: open %s for standard input: %w", os.DevNull, err)
 	}
+	defer stdin.Close()
+	cmd.Stdin = stdin
 
 	var errR, errW *os.File
 	if separate {
-		var err error
 		if errR, errW, err = os.Pipe(); err != nil {
 			return Result{}, fmt.Errorf("execute: stderr pipe: %w", err)
 		}
 		cmd.Stderr = errW
 	}
+	becomeSubreaper()
 	start := time.Now()
 	// Setsid makes the shell the leader of a new process group, so one
-	// signal to -pid reaches everything the command started.
-	term, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: Columns, Rows: Rows},
-		&syscall.SysProcAttr{Setsid: true, Setctty: true})
+	// signal to -pid reaches everything the command started. The terminal
+	// is not made the session's controlling terminal: a program that opens
+	// /dev/tty to prompt fails at once rather than waiting forever.
+	term, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: Columns, Rows: Rows}, &syscall.SysProcAttr{Setsid: true})
 	if errW != nil {
 		_ = errW.Close()
 	}
@@ -109,67 +132,33 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 		return Result{}, fmt.Errorf("execute: start sh -c in %s: %w", s.Dir, err)
 	}
 	defer term.Close()
-
-	chunks := make(chan Chunk, 64)
-	readers := 1
-	go read(term, Terminal, start, chunks)
-	if separate {
-		readers++
-		// The terminal carries only stdout when stderr has its own pipe.
-		go read(errR, Stderr, start, chunks)
-		defer errR.Close()
-	}
-
-	waited := make(chan error, 1)
-	go func() { waited <- cmd.Wait() }()
+	pid := cmd.Process.Pid
+	running.add(pid)
+	defer running.remove(pid)
 
 	timeout := s.Timeout
 	if timeout <= 0 {
-		timeout = 10 * time.Minute
+		timeout = DefaultTimeout
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-
-	var res Result
-	var waitErr error
-	select {
-	case waitErr = <-waited:
-	case <-timer.C:
-		res.TimedOut = true
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		waitErr = <-waited
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		waitErr = <-waited
+	limit := s.MaxOutput
+	if limit <= 0 {
+		limit = MaxOutput
 	}
-	res.Duration = time.Since(start)
-	// What the command left running in its group would hold the terminal
-	// open and outlive the step: it ends with the command.
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-
-	// A process that left the group (its own setsid) could hold the terminal
-	// forever; after a grace period its output is no longer the command's.
-	grace := time.NewTimer(drainGrace)
-	defer grace.Stop()
-	for readers > 0 {
-		select {
-		case c := <-chunks:
-			if c.Data == nil {
-				readers--
-				continue
-			}
-			if separate && c.Stream == Terminal {
-				c.Stream = Stdout
-			}
-			res.Chunks = append(res.Chunks, c)
-		case <-grace.C:
-			_ = term.Close()
-			if errR != nil {
-				_ = errR.Close()
+	if errR != nil {
+		defer errR.Close()
+	}
+	res, waitErr, err := wait(ctx, cmd, term, errR, timeout, limit, start)
+	if err != nil {
+		return res, err
+	}
+	sort.SliceStable(res.Chunks, func(i, j int) bool { return res.Chunks[i].At < res.Chunks[j].At })
+	if separate {
+		for i := range res.Chunks {
+			if res.Chunks[i].Stream == Terminal {
+				res.Chunks[i].Stream = Stdout
 			}
 		}
 	}
-	sort.SliceStable(res.Chunks, func(i, j int) bool { return res.Chunks[i].At < res.Chunks[j].At })
 
 	var exitErr *exec.ExitError
 	switch {
@@ -186,20 +175,4 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 		return res, fmt.Errorf("execute: command interrupted: %w", ctx.Err())
 	}
 	return res, nil
-}
-
-// read sends each read from f as a chunk stamped on arrival, then a nil chunk.
-// A pseudo-terminal reports EIO once the last writer is gone: that is its EOF.
-func read(f io.Reader, stream string, start time.Time, out chan<- Chunk) {
-	buf := make([]byte, 32*1024)
-	for {
-		n, err := f.Read(buf)
-		if n > 0 {
-			out <- Chunk{At: time.Since(start), Stream: stream, Data: append([]byte(nil), buf[:n]...)}
-		}
-		if err != nil {
-			out <- Chunk{Stream: stream}
-			return
-		}
-	}
 }

@@ -17,7 +17,7 @@ func shell(t *testing.T) Shell {
 }
 
 func TestExitCodeAndTerminalSize(t *testing.T) {
-	res, err := shell(t).Run(context.Background(), "stty size; exit 3", false)
+	res, err := shell(t).Run(context.Background(), "stty size <&1; exit 3", false)
 	if err != nil {
 		t.Fatal(err)
 	}

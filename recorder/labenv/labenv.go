@@ -10,6 +10,9 @@
 //	PTAH_LAB_SECRETS          credential files, separated by ":"; each holds
 //	                          one secret value per line (blank lines ignored);
 //	                          relative paths are from the file's folder
+//	PTAH_LAB_PLACEHOLDERS     Secrets (namespace/name, separated by spaces or
+//	                          commas) whose values are placeholders, not
+//	                          credentials (a URL to a database that is not there)
 //	PTAH_LAB_RUN_ID           the run id the lab built its names from
 //	PTAH_LAB_KUBERNETES       Kubernetes version of the cluster
 //	PTAH_LAB_KIND             kind version
@@ -25,6 +28,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"ptah.run/operator/recorder/credential"
 )
 
 // Versions identify the lab a recording was made against; two recordings
@@ -51,11 +56,14 @@ type Lab struct {
 	Versions Versions
 	RunID    string
 	Secrets  []Secret
+	// Placeholders are the Secrets (namespace/name) whose values are not
+	// credentials.
+	Placeholders []string
 }
 
 // minSecret is the shortest value a scan can look for without refusing
 // ordinary text; a shorter credential is a lab error.
-const minSecret = 4
+const minSecret = credential.MinLength
 
 // Load reads the environment file and every credential file it names.
 func Load(file string) (*Lab, error) {
@@ -81,6 +89,7 @@ func Load(file string) (*Lab, error) {
 		l.Values[k] = v
 	}
 	l.RunID = l.Values["PTAH_LAB_RUN_ID"]
+	l.Placeholders = strings.FieldsFunc(l.Values["PTAH_LAB_PLACEHOLDERS"], func(r rune) bool { return r == ',' || r == ' ' })
 	l.Versions = Versions{
 		Kubernetes:     l.Values["PTAH_LAB_KUBERNETES"],
 		Kind:           l.Values["PTAH_LAB_KIND"],
@@ -89,8 +98,11 @@ func Load(file string) (*Lab, error) {
 		ExecutorDigest: l.Values["PTAH_LAB_EXECUTOR_DIGEST"],
 	}
 	// The registry password is a published name whose value is a secret.
-	if pw := l.Values["PTAH_OCI_PASSWORD"]; pw != "" {
-		l.Secrets = append(l.Secrets, Secret{Value: []byte(pw), From: file + ":PTAH_OCI_PASSWORD"})
+	if pw := l.Values[secretName]; pw != "" {
+		if len(pw) < minSecret {
+			return nil, fmt.Errorf("labenv: %s: %s is shorter than %d bytes and would match ordinary text; regenerate it", file, secretName, minSecret)
+		}
+		l.Secrets = append(l.Secrets, Secret{Value: []byte(pw), From: file + ":" + secretName})
 	}
 	for _, p := range filepath.SplitList(l.Values["PTAH_LAB_SECRETS"]) {
 		if p == "" {
@@ -128,4 +140,37 @@ func (l *Lab) readSecrets(file string) error {
 func (l *Lab) Lookup(name string) (string, bool) {
 	v, ok := l.Values[name]
 	return v, ok
+}
+
+// secretName is the one published name whose value is a credential.
+const secretName = "PTAH_OCI_PASSWORD"
+
+// Public are the values of the published names that are not credentials
+// (a user name, a registry address, namespaces): printed on every page by
+// design, so a Secret holding one does not make it a credential.
+func (l *Lab) Public(published []string) []string {
+	var out []string
+	for _, n := range published {
+		if v := l.Values[n]; n != secretName && v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Credentials are what the lab knows must not be published: every value it
+// generated (and the parts they carry, such as a URL's password) and the
+// credentials of the kubeconfig the steps run with. public are values that
+// never count (Public).
+func (l *Lab) Credentials(public []string) (*credential.Set, error) {
+	set := credential.NewSet(public...)
+	for _, s := range l.Secrets {
+		set.AddValue(s.Value, "a credential the lab generated ("+s.From+")")
+	}
+	if kc := l.Values["KUBECONFIG"]; kc != "" {
+		if err := set.AddKubeconfig(kc); err != nil {
+			return nil, fmt.Errorf("labenv: %s: %w", l.File, err)
+		}
+	}
+	return set, nil
 }

@@ -50,7 +50,7 @@ PTAH_LAB_EXECUTOR_DIGEST=sha256:91ec
 func TestRefusals(t *testing.T) {
 	dir := t.TempDir()
 	short := filepath.Join(dir, "short")
-	_ = os.WriteFile(short, []byte("abc\n"), 0o600)
+	_ = os.WriteFile(short, []byte("abcde\n"), 0o600)
 	cases := map[string]string{
 		"not key value":   "JUSTAWORD\n",
 		"missing secrets": "PTAH_LAB_SECRETS=/nonexistent/secrets\n",

@@ -7,7 +7,12 @@ import (
 
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/normalize"
+	"ptah.run/operator/recorder/terminal"
 )
+
+// MaxLines is how many lines of output one step may publish; a step that
+// prints more is refused (FORMAT.md), never cut.
+const MaxLines = 500
 
 // Lines turns a command's output chunks into published lines: split per
 // stream, each line stamped with the arrival of its last byte, terminal line
@@ -56,5 +61,5 @@ func Lines(r execute.Result, show []string, n normalize.Normalizer) []Line {
 func line(at float64, stream, text string, n normalize.Normalizer) Line {
 	// Microsecond resolution keeps runs.json and the cast free of float noise.
 	at = float64(int64(at*1e6)) / 1e6
-	return Line{T: at, Stream: stream, Text: n.Line(strings.TrimSuffix(text, "\r"))}
+	return Line{T: at, Stream: stream, Text: n.Line(terminal.ValidUTF8(strings.TrimSuffix(text, "\r")))}
 }

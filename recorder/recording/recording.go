@@ -15,7 +15,8 @@ import (
 	"slices"
 	"strings"
 
-	"ptah.run/operator/recorder/check"
+	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/evidence"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/scenario"
 )
@@ -53,10 +54,10 @@ type Scenario struct {
 	Tags    []string `json:"tags"`
 	File    string   `json:"file"`
 	// DefinitionDigest covers what runs and what is checked, not narration.
-	DefinitionDigest string        `json:"definitionDigest"`
-	RecordedAt       string        `json:"recordedAt"`
-	Events           []Event       `json:"events"`
-	Checks           []check.Check `json:"checks"`
+	DefinitionDigest string           `json:"definitionDigest"`
+	RecordedAt       string           `json:"recordedAt"`
+	Events           []Event          `json:"events"`
+	Checks           []evidence.Check `json:"checks"`
 }
 
 // Event is one step as it played: its note, the command as written, and the
@@ -140,15 +141,15 @@ func (r *Recording) Encode() ([]byte, error) {
 // writes r to runsFile and one <id>.cast per scenario next to it. Files are
 // written to temporaries and renamed, so a failed publish leaves the old
 // recording whole.
-func Publish(runsFile string, r *Recording, secrets []labenv.Secret) error {
+func Publish(runsFile string, r *Recording, sc *credential.Scanner) error {
 	dir := filepath.Dir(runsFile)
 	files := map[string][]byte{}
 	for _, s := range r.Scenarios {
-		if err := Scan(secrets, s); err != nil {
+		if err := Scan(sc, s); err != nil {
 			return err
 		}
 		cast := Cast(s)
-		if err := scanBytes(secrets, "scenario "+s.ID+" cast", cast); err != nil {
+		if err := scanBytes(sc, "scenario "+s.ID+" cast", cast); err != nil {
 			return err
 		}
 		files[s.ID+".cast"] = cast
@@ -157,7 +158,7 @@ func Publish(runsFile string, r *Recording, secrets []labenv.Secret) error {
 	if err != nil {
 		return err
 	}
-	if err := scanBytes(secrets, filepath.Base(runsFile), runs); err != nil {
+	if err := scanBytes(sc, filepath.Base(runsFile), runs); err != nil {
 		return err
 	}
 	files[filepath.Base(runsFile)] = runs

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"ptah.run/operator/recorder/check"
+	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
@@ -152,7 +153,7 @@ func TestLinesSplitStreamsAndNormalize(t *testing.T) {
 }
 
 func TestCredentialRefusedWhereverItIsPublished(t *testing.T) {
-	secrets := []labenv.Secret{{Value: []byte("hunter2-db-pass"), From: "/lab/secrets:1"}}
+	secrets := credential.NewScanner([]credential.Credential{{Value: []byte("hunter2-db-pass"), Kind: "a lab credential"}})
 	cases := map[string]func(*Recording){
 		"output": func(r *Recording) { r.Scenarios[0].Events[1].Output[0].Text = "url=postgres://u:hunter2-db-pass@db" },
 		"stderr": func(r *Recording) {
@@ -197,7 +198,7 @@ func TestCredentialRefusedWhereverItIsPublished(t *testing.T) {
 func TestStepNamedInRefusal(t *testing.T) {
 	r := sample()
 	r.Scenarios[0].Events[1].Output[0].Text = "hunter2-db-pass"
-	err := Scan([]labenv.Secret{{Value: []byte("hunter2-db-pass"), From: "f:1"}}, r.Scenarios[0])
+	err := Scan(credential.NewScanner([]credential.Credential{{Value: []byte("hunter2-db-pass"), Kind: "a lab credential"}}), r.Scenarios[0])
 	if err == nil || !strings.Contains(err.Error(), "scenario failure-recovery step 2 output") {
 		t.Errorf("refusal = %v, want it to name scenario failure-recovery step 2", err)
 	}
@@ -254,5 +255,18 @@ func TestMergeReplacesByID(t *testing.T) {
 	r.Merge(Scenario{ID: "a-first"})
 	if len(r.Scenarios) != 2 || r.Scenarios[0].ID != "a-first" || r.Scenarios[1].Title != "again" {
 		t.Errorf("merged scenarios = %+v", r.Scenarios)
+	}
+}
+
+// TestCredentialAsThePageShowsIt: a value hidden from the bytes and from a
+// terminal reading the whole output, but shown whole by the page (which
+// renders line by line), is refused.
+func TestCredentialAsThePageShowsIt(t *testing.T) {
+	sc := credential.NewScanner([]credential.Credential{{Value: []byte("hunter2-db-pass"), Kind: "a lab credential"}})
+	r := sample()
+	e := &r.Scenarios[0].Events[1]
+	e.Output = []Line{{0.1, "stdout", "\x1b]0;title left open"}, {0.2, "stdout", "hunter2\x1b[31m-db-pass"}}
+	if err := Scan(sc, r.Scenarios[0]); err == nil || !strings.Contains(err.Error(), "step 2 output") {
+		t.Errorf("scan = %v, want a refusal of step 2 output", err)
 	}
 }

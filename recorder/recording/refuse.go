@@ -2,81 +2,84 @@ package recording
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
 
-	"ptah.run/operator/recorder/labenv"
+	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/terminal"
 )
 
 // CredentialError is a refusal to publish: where the credential was found
-// and which credential file holds it, never the value.
+// and what it is, never the value.
 type CredentialError struct {
 	Where string
-	From  string
+	Found credential.Finding
 }
 
 func (e *CredentialError) Error() string {
-	return fmt.Sprintf("refused: %s contains the credential from %s; nothing was written (change the step so it does not print it)", e.Where, e.From)
+	return fmt.Sprintf("refused: %s holds %s; nothing was written (change the step so it does not print it)", e.Where, e.Found)
 }
 
-// forms are the ways a value can appear in published bytes: as itself, as
-// base64 (kubectl get secret -o yaml), and escaped inside a JSON string.
-func forms(v []byte) [][]byte {
-	js, _ := json.Marshal(string(v))
-	out := [][]byte{v, []byte(base64.StdEncoding.EncodeToString(v))}
-	if esc := js[1 : len(js)-1]; !bytes.Equal(esc, v) {
-		out = append(out, esc)
-	}
-	return out
-}
-
-func scanBytes(secrets []labenv.Secret, where string, data []byte) error {
-	for _, s := range secrets {
-		for _, f := range forms(s.Value) {
-			if bytes.Contains(data, f) {
-				return &CredentialError{Where: where, From: s.From}
-			}
-		}
+func scanBytes(sc *credential.Scanner, where string, data []byte) error {
+	if f := sc.Scan(data); f != nil {
+		return &CredentialError{Where: where, Found: *f}
 	}
 	return nil
 }
 
 // Scan refuses a scenario in which any published text (notes, commands,
-// output, claims, evidence) contains a credential, naming the step.
-func Scan(secrets []labenv.Secret, s Scenario) error {
+// output of both streams, claims, evidence) holds a credential, naming the
+// step and where in it.
+func Scan(sc *credential.Scanner, s Scenario) error {
 	for _, e := range s.Events {
 		where := fmt.Sprintf("scenario %s step %d", s.ID, e.Step)
-		for _, part := range []string{e.Note, e.Command} {
-			if err := scanBytes(secrets, where, []byte(part)); err != nil {
-				return err
-			}
+		if err := scanBytes(sc, where+" note", []byte(e.Note)); err != nil {
+			return err
 		}
-		var out strings.Builder
+		if err := scanBytes(sc, where+" command", []byte(e.Command)); err != nil {
+			return err
+		}
+		// As recorded, and line by line as the page shows it (an escape
+		// sequence left open on one line does not hide the next there).
+		var out, shown bytes.Buffer
 		for _, l := range e.Output {
 			out.WriteString(l.Text)
 			out.WriteByte('\n')
+			shown.WriteString(terminal.Line(l.Text))
+			shown.WriteByte('\n')
 		}
-		if err := scanBytes(secrets, where+" output", []byte(out.String())); err != nil {
+		if err := scanBytes(sc, where+" output", out.Bytes()); err != nil {
+			return err
+		}
+		if err := scanBytes(sc, where+" output", shown.Bytes()); err != nil {
 			return err
 		}
 	}
 	for _, c := range s.Checks {
-		raw, _ := json.Marshal(c)
-		if err := scanBytes(secrets, fmt.Sprintf("scenario %s step %d check %q", s.ID, c.Step, c.Claim), raw); err != nil {
+		where := fmt.Sprintf("scenario %s step %d check", s.ID, c.Step)
+		if err := scanBytes(sc, where+" claim", []byte(c.Claim)); err != nil {
 			return err
+		}
+		raw, _ := json.Marshal(c.Evidence)
+		if err := scanBytes(sc, where+" evidence", raw); err != nil {
+			return err
+		}
+		if f := c.Evidence.Field; f != nil {
+			if err := scanBytes(sc, where+" evidence", []byte(f.Value)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// ScanText refuses text printed to the operator (diagnostics), which is
-// never published but may still be pasted somewhere.
-func ScanText(secrets []labenv.Secret, where, text string) error {
-	return scanBytes(secrets, where, []byte(text))
+// ScanText refuses text the recorder writes besides the recording (the
+// JUnit report).
+func ScanText(sc *credential.Scanner, where, text string) error {
+	return scanBytes(sc, where, []byte(text))
 }
 
 // Pin returns the commit and `git describe` of the tree at dir, refusing a

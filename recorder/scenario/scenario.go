@@ -28,6 +28,9 @@ type Step struct {
 	Run string `json:"run"`
 	// Retry repeats a command that changes nothing until its expectations hold.
 	Retry string `json:"retry,omitempty"`
+	// Timeout is the deadline of one run of the command (FORMAT.md states
+	// the default); past it the command's whole process group is killed.
+	Timeout string `json:"timeout,omitempty"`
 	// Sync is the phase pill the player shows while the step plays.
 	Sync   string   `json:"sync,omitempty"`
 	Show   []string `json:"show,omitempty"`

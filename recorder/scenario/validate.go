@@ -114,6 +114,7 @@ func step(st *Step, n int, rs *refusals) {
 		shell(st.Run, n, "run", rs)
 	}
 	duration(st.Retry, n, "retry", rs)
+	duration(st.Timeout, n, "timeout", rs)
 	if st.Sync != "" && (strings.TrimSpace(st.Sync) == "" || strings.ContainsAny(st.Sync, "\n\r")) {
 		rs.add(n, "sync", "is not a one-word phase", "write sync: applying (the phase pill the player shows) or remove it")
 	}

@@ -8,9 +8,6 @@ import (
 	"time"
 
 	"golang.org/x/term"
-
-	"ptah.run/operator/recorder/labenv"
-	"ptah.run/operator/recorder/recording"
 )
 
 // progress is the live line: scenario, step, what it is doing, elapsed.
@@ -18,7 +15,7 @@ import (
 // each new activity is one line.
 type progress struct {
 	w        io.Writer
-	secrets  []labenv.Secret
+	run      *run
 	live     bool
 	scenario string
 	steps    int
@@ -30,8 +27,8 @@ type progress struct {
 	done  chan struct{}
 }
 
-func newProgress(w io.Writer, secrets []labenv.Secret, scenario string, steps int) *progress {
-	p := &progress{w: w, secrets: secrets, scenario: scenario, steps: steps, done: make(chan struct{})}
+func newProgress(w io.Writer, ru *run, scenario string, steps int) *progress {
+	p := &progress{w: w, run: ru, scenario: scenario, steps: steps, done: make(chan struct{})}
 	if f, ok := w.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		p.live = true
 		go p.tick()
@@ -49,7 +46,7 @@ func (p *progress) set(step int, what string) {
 	}
 	// The line shows command text, which is checked for credentials only
 	// when the recording is published: check it before printing too.
-	if recording.ScanText(p.secrets, "", what) != nil {
+	if p.run.scanner.ScanString(what) != nil {
 		what = "(withheld: the text holds a credential of the lab)"
 	}
 	p.mu.Lock()

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"ptah.run/operator/recorder/check"
+	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
@@ -36,7 +37,16 @@ type Runner struct {
 	Observer   *observe.Observer
 	Config     *rest.Config
 	Normalizer normalize.Normalizer
-	Secrets    []labenv.Secret
+	// Credentials are what must not be published; the values of every
+	// Secret in Namespaces are added to it before and after every step, so
+	// a value that existed only during a step is still known when the
+	// recording is published. Nil means no credential is known but the
+	// shapes are still refused.
+	Credentials *credential.Set
+	Namespaces  []string
+	// Placeholders are Secrets (namespace/name) whose values are not
+	// credentials (labenv.Lab.Placeholders).
+	Placeholders []string
 	// Lab holds the published values, for diagnostics (CONTROLLER,
 	// OPERATOR_NAMESPACE); nil when there is no lab file.
 	Lab *labenv.Lab
@@ -52,9 +62,33 @@ type Failure struct {
 	Checks      []check.Check
 	Diagnostics string
 	Err         error
+	// scanner takes credentials out of the report; nil takes out none but
+	// the shapes.
+	scanner *credential.Scanner
 }
 
+// Error is the report, with every line that held a credential redacted and
+// a last line saying how many were.
 func (f *Failure) Error() string {
+	sc := f.scanner
+	if sc == nil {
+		sc = credential.NewScanner(nil)
+	}
+	text, redacted := sc.Redact(f.report())
+	if redacted > 0 {
+		text += fmt.Sprintf("\n(%d %s of this report held a credential and %s redacted; the report is not published)", redacted, plural(redacted, "line", "lines"), plural(redacted, "was", "were"))
+	}
+	return text
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func (f *Failure) report() string {
 	var b strings.Builder
 	if f.Err != nil {
 		fmt.Fprintf(&b, "scenario %s step %d: %v\n", f.Scenario, f.Step, f.Err)
@@ -117,6 +151,7 @@ type run struct {
 	sc       scenario.Scenario
 	checks   []check.Check
 	progress *progress
+	scanner  *credential.Scanner
 }
 
 // Run runs s and returns what to publish, or a *Failure.
@@ -127,12 +162,19 @@ func (r *Runner) Run(ctx context.Context, s scenario.Scenario) (recording.Scenar
 		RecordedAt:       time.Now().UTC().Format(time.RFC3339),
 		Events:           []recording.Event{},
 	}
-	ru := &run{Runner: r, sc: s, progress: newProgress(r.Progress, r.Secrets, s.ID, len(s.Steps))}
+	ru := &run{Runner: r, sc: s, scanner: credential.NewScanner(nil)}
+	ru.progress = newProgress(r.Progress, ru, s.ID, len(s.Steps))
 	defer ru.progress.stop()
+	if err := ru.learn(ctx); err != nil {
+		return recording.Scenario{}, ru.fail(ctx, 0, nil, time.Now(), err)
+	}
 
 	for i, cmd := range s.Reset {
 		ru.progress.set(0, fmt.Sprintf("reset %d/%d", i+1, len(s.Reset)))
-		res, err := r.Shell.Run(ctx, cmd, false)
+		res, err := r.shell(DefaultCommand).Run(ctx, cmd, false)
+		if err == nil {
+			err = bounded(res, fmt.Sprintf("reset command %d", i+1), DefaultCommand)
+		}
 		if err == nil && res.Exit != 0 {
 			err = fmt.Errorf("reset command %d exited %d: fix the lab (demo/bin/lab reset) or the command", i+1, res.Exit)
 		}
@@ -153,13 +195,22 @@ func (r *Runner) Run(ctx context.Context, s scenario.Scenario) (recording.Scenar
 		ru.progress.set(n, "running "+firstLine(st.Run))
 		started := time.Since(begin)
 		res, err := ru.command(ctx, n, st)
+		if lerr := ru.learn(ctx); err == nil {
+			err = lerr
+		}
 		if err != nil {
 			return recording.Scenario{}, ru.fail(ctx, n, st.Await, stepStart, err)
+		}
+		lines := recording.Lines(res, st.Show, r.Normalizer)
+		if len(lines) > recording.MaxLines {
+			return recording.Scenario{}, ru.fail(ctx, n, nil, stepStart, fmt.Errorf(
+				"refused: the command printed %d lines, more than the %d a step may publish; nothing was written (narrow what it prints, for example with `| tail -n 20`, `| head -n 20` or a selector)",
+				len(lines), recording.MaxLines))
 		}
 		out.Events = append(out.Events, recording.Event{
 			Step: n, Note: st.Note, Command: st.Run, Sync: st.Sync, Show: st.Show,
 			Start:  float64(started.Microseconds()) / 1e6,
-			Output: nonNil(recording.Lines(res, st.Show, r.Normalizer)),
+			Output: nonNil(lines),
 		})
 		if res := st.Expect.Resource; res != nil {
 			if err := ru.observe(ctx, n, *res, timeoutOf(res.Timeout, 0), "reading"); err != nil {
@@ -215,9 +266,13 @@ func (ru *run) command(ctx context.Context, step int, st scenario.Step) (execute
 	e := st.Expect
 	separate := len(st.Show) > 0 || len(e.StderrContains) > 0 || len(e.StderrAbsent) > 0
 	retry := timeoutOf(st.Retry, 0)
+	deadline := timeoutOf(st.Timeout, DefaultCommand)
 	start := time.Now()
 	for attempt := 1; ; attempt++ {
-		res, err := ru.Shell.Run(ctx, st.Run, separate)
+		res, err := ru.shell(deadline).Run(ctx, st.Run, separate)
+		if err == nil {
+			err = bounded(res, "the command", deadline)
+		}
 		if err != nil {
 			return res, err
 		}
@@ -255,11 +310,67 @@ func (ru *run) fail(ctx context.Context, step int, o *scenario.Observation, sinc
 		o = ru.sc.Steps[step-1].Expect.Resource
 	}
 	f.Diagnostics = ru.diagnose(ctx, o, since)
-	if serr := recording.ScanText(ru.Secrets, fmt.Sprintf("the failure report of scenario %s step %d", ru.sc.ID, step), f.Error()); serr != nil {
-		// The report itself would print a credential: say so and nothing else.
-		return &Failure{Scenario: ru.sc.ID, Step: step, Checks: nil, Err: serr}
-	}
+	// The report is printed, not published, but may be pasted anywhere:
+	// what holds a credential is taken out, and the report says so.
+	_ = ru.learn(ctx)
+	f.scanner = ru.scanner
 	return f
+}
+
+// Learn reads the Secrets of the Runner's namespaces into its credentials
+// once more and returns a scanner for everything known so far.
+func (r *Runner) Learn(ctx context.Context) (*credential.Scanner, error) {
+	ru := &run{Runner: r}
+	if err := ru.learn(ctx); err != nil {
+		return nil, err
+	}
+	if ru.scanner == nil {
+		ru.scanner = credential.NewScanner(nil)
+	}
+	return ru.scanner, nil
+}
+
+// Scanner is a scanner for the credentials known so far, without reading
+// the cluster again.
+func (r *Runner) Scanner() *credential.Scanner {
+	if r.Credentials == nil {
+		return credential.NewScanner(nil)
+	}
+	return credential.NewScanner(r.Credentials.Credentials())
+}
+
+// shell is the Runner's shell with the deadline d.
+func (r *Runner) shell(d time.Duration) execute.Shell {
+	sh := r.Shell
+	sh.Timeout = d
+	return sh
+}
+
+// bounded turns a command that was stopped into its one-line reason.
+func bounded(res execute.Result, what string, deadline time.Duration) error {
+	switch {
+	case res.TimedOut:
+		return fmt.Errorf("%s did not finish within %s (its timeout) and was killed with every process it started; make it finish sooner or set the step's timeout", what, deadline)
+	case res.Overflow:
+		return fmt.Errorf("refused: %s printed more than %d KiB, more than a step may publish, and was stopped; nothing was written (narrow what it prints, for example with `| tail -n 20`, `| head -c 2000` or a selector)", what, execute.MaxOutput>>10)
+	}
+	return nil
+}
+
+// learn reads every Secret in the Runner's namespaces into its credentials
+// and renews the scanner. A Secret that cannot be read is an error: the
+// recorder cannot keep back what it does not know.
+func (ru *run) learn(ctx context.Context) error {
+	if ru.Credentials == nil {
+		return nil
+	}
+	if len(ru.Namespaces) > 0 && ru.Config != nil {
+		if err := AddSecrets(ctx, ru.Config, ru.Namespaces, ru.Placeholders, ru.Credentials); err != nil {
+			return err
+		}
+	}
+	ru.scanner = credential.NewScanner(ru.Credentials.Credentials())
+	return nil
 }
 
 func timeoutOf(s string, def time.Duration) time.Duration {

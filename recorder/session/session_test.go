@@ -16,8 +16,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/execute"
-	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/observe"
 	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/scenario"
@@ -47,10 +47,16 @@ func newRunner(t *testing.T, api *testenv.APIServer, obs *observe.Observer) *Run
 		Shell: execute.Shell{Dir: t.TempDir(), Timeout: time.Minute, Env: []string{
 			"KUBECONFIG=" + api.Kubeconfig, "NAMESPACE=default", "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		}},
-		Observer: obs,
-		Config:   api.Config,
-		Secrets:  []labenv.Secret{{Value: []byte(planted), From: "secrets:1"}},
+		Observer:    obs,
+		Config:      api.Config,
+		Credentials: plantedSet(),
 	}
+}
+
+func plantedSet() *credential.Set {
+	set := credential.NewSet()
+	set.Add([]byte(planted), "a lab credential (secrets:1)")
+	return set
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -146,7 +152,7 @@ func TestRecorder(t *testing.T) {
 		r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "0000000", Environment: []recording.Name{}}
 		r.Merge(rec)
 		dir := t.TempDir()
-		if err := recording.Publish(filepath.Join(dir, recording.RunsFile), r, l.runner.Secrets); err != nil {
+		if err := recording.Publish(filepath.Join(dir, recording.RunsFile), r, l.runner.Scanner()); err != nil {
 			t.Fatal(err)
 		}
 		raw, err := os.ReadFile(dir + "/" + recording.RunsFile)
@@ -249,7 +255,7 @@ func TestRecorder(t *testing.T) {
 			dir := t.TempDir()
 			r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "x"}
 			r.Merge(rec)
-			err = recording.Publish(filepath.Join(dir, recording.RunsFile), r, l.runner.Secrets)
+			err = recording.Publish(filepath.Join(dir, recording.RunsFile), r, l.runner.Scanner())
 			var ce *recording.CredentialError
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "scenario leak step 2") {
 				t.Errorf("%s: publish = %v, want a refusal naming step 2", name, err)
@@ -262,15 +268,16 @@ func TestRecorder(t *testing.T) {
 		}
 	})
 
-	t.Run("a credential in a failure report is not printed", func(t *testing.T) {
+	t.Run("a credential in a failure report is redacted, and the report says so", func(t *testing.T) {
 		sc := scenario.Scenario{ID: "leaky-failure", Steps: []scenario.Step{
 			{Note: "f", Run: widgetYAML("leaky2", "  password: "+planted+"\n"),
 				Expect: &scenario.Expect{Exit: ptr(0), Resource: &scenario.Observation{Kind: "widget", Name: "leaky2",
 					Fields: []scenario.Field{{Path: "spec.password", Equals: ptr("something else")}}}}},
 		}}
 		_, err := l.runner.Run(ctx, sc)
-		if err == nil || strings.Contains(err.Error(), planted) || !strings.Contains(err.Error(), "refused") {
-			t.Errorf("failure = %v, want a refusal that does not print the credential", err)
+		if err == nil || strings.Contains(strings.ToLower(err.Error()), strings.ToLower(planted)) ||
+			!strings.Contains(err.Error(), "[redacted]") || !strings.Contains(err.Error(), "held a credential and were redacted") {
+			t.Errorf("failure = %v, want the report with the credential redacted and a line saying so", err)
 		}
 	})
 

@@ -1,0 +1,208 @@
+package credential
+
+import (
+	"bytes"
+	"encoding/hex"
+	"strings"
+
+	"ptah.run/operator/recorder/terminal"
+)
+
+// Finding is what a scan found: which credential and in which form, never
+// the value.
+type Finding struct {
+	Kind string
+	Form string
+}
+
+func (f Finding) String() string {
+	return f.Kind + " (" + f.Form + ")"
+}
+
+// Scanner looks for a set of credentials in text.
+type Scanner struct {
+	needles []needle
+	// parts maps each folded partLength window of a token-like value, and
+	// the hex of each, to what the value is: looked up at every offset of
+	// the text rather than searched one by one.
+	parts map[string]string
+}
+
+type needle struct {
+	kind     string
+	form     string
+	data     []byte // folded when the form is
+	stripped []byte // data without whitespace, for text wrapped over lines
+	folded   bool
+}
+
+// NewScanner prepares every form of every credential; the shapes are
+// always looked for.
+func NewScanner(creds []Credential) *Scanner {
+	s := &Scanner{parts: map[string]string{}}
+	for _, c := range creds {
+		for _, f := range forms(c.Value) {
+			n := needle{kind: c.Kind, form: f.name, data: f.data, folded: f.folded}
+			if f.folded {
+				n.data = lower(f.data)
+			}
+			if st := stripSpace(n.data); len(st) >= MinLength {
+				n.stripped = st
+			}
+			s.needles = append(s.needles, n)
+		}
+		for _, p := range parts(c.Value) {
+			for _, w := range []string{string(lower(p)), hex.EncodeToString(p)} {
+				if _, ok := s.parts[w]; !ok {
+					s.parts[w] = c.Kind
+				}
+			}
+		}
+	}
+	return s
+}
+
+// view is one way of reading the text: as written, or as a terminal shows it.
+type view struct {
+	name string
+	data []byte
+	// the same with ASCII case folded, with whitespace removed, and both
+	folded, stripped, foldedStripped []byte
+}
+
+// form names a form as read in this view.
+func (v view) form(f string) string {
+	switch {
+	case v.name == "":
+		return f
+	case f == FormRaw:
+		return v.name
+	}
+	return f + ", " + v.name
+}
+
+func newView(name string, data []byte) view {
+	st := stripSpace(data)
+	return view{name: name, data: data, folded: lower(data), stripped: st, foldedStripped: lower(st)}
+}
+
+// shown says whether a terminal would show data differently from its bytes.
+func shown(data []byte) bool {
+	for _, c := range data {
+		if c == '\r' || c == '\b' || c == 0x1b || c >= 0x80 || (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// Scan returns the first credential found in data, or nil.
+func (s *Scanner) Scan(data []byte) *Finding {
+	views := []view{newView("", data)}
+	if shown(data) {
+		views = append(views, newView("as a terminal shows it", []byte(terminal.Text(string(data)))))
+	}
+	for _, v := range views {
+		for _, n := range s.needles {
+			in, inStripped := v.data, v.stripped
+			if n.folded {
+				in, inStripped = v.folded, v.foldedStripped
+			}
+			if bytes.Contains(in, n.data) || (n.stripped != nil && bytes.Contains(inStripped, n.stripped)) {
+				return &Finding{Kind: n.kind, Form: v.form(n.form)}
+			}
+		}
+		if f := s.part(v); f != nil {
+			return f
+		}
+		for _, sh := range Shapes {
+			if sh.Pattern.Match(v.data) || sh.Pattern.Match(v.stripped) {
+				return &Finding{Kind: sh.Kind, Form: v.form(FormRaw)}
+			}
+		}
+		for _, d := range decodedRuns(v.stripped) {
+			for _, sh := range Shapes {
+				if sh.InBase64 && sh.Pattern.Match(d) {
+					return &Finding{Kind: sh.Kind, Form: v.form(FormBase64)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// part looks up every window of the folded view, with and without
+// whitespace, among the parts of token-like values.
+func (s *Scanner) part(v view) *Finding {
+	if len(s.parts) == 0 {
+		return nil
+	}
+	for _, text := range [][]byte{v.folded, v.foldedStripped} {
+		for _, n := range []int{partLength, 2 * partLength} {
+			for i := 0; i+n <= len(text); i++ {
+				if kind, ok := s.parts[string(text[i:i+n])]; ok {
+					form := FormPart + FormRaw
+					if n != partLength {
+						form = FormPart + FormHex
+					}
+					return &Finding{Kind: kind, Form: v.form(form)}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// ScanString is Scan on text.
+func (s *Scanner) ScanString(text string) *Finding {
+	return s.Scan([]byte(text))
+}
+
+// Redacted is the placeholder a credential's text is replaced with.
+const Redacted = "[redacted]"
+
+// Redact returns text with every credential taken out, and how many lines
+// were changed: a value in any form is replaced where it stands, and a line
+// still holding one (as a terminal shows it, or by shape) is withheld whole.
+func (s *Scanner) Redact(text string) (string, int) {
+	lines := strings.Split(text, "\n")
+	changed := 0
+	for i, l := range lines {
+		if s.ScanString(l) == nil {
+			continue
+		}
+		changed++
+		for _, n := range s.needles {
+			if n.folded {
+				l = replaceFold(l, string(n.data), Redacted)
+			} else {
+				l = strings.ReplaceAll(l, string(n.data), Redacted)
+			}
+		}
+		if f := s.ScanString(l); f != nil {
+			l = "[line withheld: it holds " + f.String() + "]"
+		}
+		lines[i] = l
+	}
+	return strings.Join(lines, "\n"), changed
+}
+
+// replaceFold replaces every ASCII-case-insensitive occurrence of the
+// folded old in s.
+func replaceFold(s, old, with string) string {
+	if old == "" {
+		return s
+	}
+	folded := string(lower([]byte(s)))
+	var b strings.Builder
+	for {
+		i := strings.Index(folded, old)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		b.WriteString(with)
+		s, folded = s[i+len(old):], folded[i+len(old):]
+	}
+}
