@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"database/sql"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
@@ -148,6 +151,60 @@ func TestRunningApplyIsNeverKilled(t *testing.T) {
 		inSync(e)
 		appliedOnce(t, e, apply)
 	})
+}
+
+// unrecordedApply fails, once, the status write that records a created
+// Apply Job, as a manager stopped between the two writes would leave it.
+func unrecordedApply(failed *atomic.Bool) interceptor.Funcs {
+	return interceptor.Funcs{SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+		s, ok := obj.(*v1alpha1.PtahSchema)
+		if ok && s.Status.ActiveOperation != nil && s.Status.ActiveOperation.Type == v1alpha1.OperationApply &&
+			s.Status.ActiveOperation.JobUID != "" && failed.CompareAndSwap(false, true) {
+			return conflict
+		}
+		return c.SubResource(sub).Update(ctx, obj, opts...)
+	}}
+}
+
+// TestUnrecordedApplyIsAdopted: the manager created the Apply Job but its
+// status never said so; a suspend arriving next must not take the Job for
+// an undispatched claim and delete it. The Apply runs to its end, once.
+func TestUnrecordedApplyIsAdopted(t *testing.T) {
+	t.Parallel()
+	var unrecorded atomic.Bool
+	release := make(chan struct{})
+	var held atomic.Bool
+	e := newEnv(t, func(o *envOption) {
+		o.reconcile = func(r *SchemaReconciler) {
+			r.Client = interceptor.NewClient(noWatch{r.Client}, unrecordedApply(&unrecorded))
+		}
+		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
+			if strings.HasPrefix(j.Name, "ptah-apply-") && held.CompareAndSwap(false, true) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+		}
+	})
+	e.schema()
+	deadline := time.Now().Add(converge)
+	for !unrecorded.Load() || len(e.jobs("ptah-apply-shop-")) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no Apply Job was created; events:\n%s", e.eventLines())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	apply := e.jobs("ptah-apply-shop-")[0]
+	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Suspend = true })
+	time.Sleep(3 * time.Second)
+	alive(t, e, apply)
+	close(release)
+	e.await("shop", "Suspended=True after the Apply's end", converge, condition(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec))
+	shared.pg.Exec(t, e.db, "SELECT id, email FROM customers")
+	if applies := e.jobs("ptah-apply-shop-"); len(applies) != 1 || applies[0].UID != apply.UID {
+		t.Errorf("Apply Jobs %v, want only %s", names(applies), apply.Name)
+	}
 }
 
 // eventsOf lists the namespace's Events of reason.
