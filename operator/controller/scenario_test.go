@@ -14,7 +14,7 @@ import (
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
 
-const converge = 90 * time.Second
+const converge = 3 * time.Minute
 
 func TestFirstApplyConverges(t *testing.T) {
 	t.Parallel()
