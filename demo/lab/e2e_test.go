@@ -142,6 +142,7 @@ func TestLabUpAndDown(t *testing.T) {
 		t.Fatalf("the API server refuses the rendered manifest: %v", err)
 	}
 	convergesThroughRealJobs(t, l, ctx)
+	applyOutlivesSuspendAndRestart(t, l, ctx)
 	published := map[string]string{}
 	for what, args := range map[string][]string{
 		"the schema's status": {"-n", Namespace, "get", "ptahschema", "storefront", "-o", "jsonpath={.status}"},
@@ -260,4 +261,90 @@ func convergesThroughRealJobs(t *testing.T, l *Lab, ctx context.Context) {
 	if !strings.Contains(out.String(), "      1") {
 		t.Errorf("table customers not in the database: %q", out.String())
 	}
+}
+
+// applyOutlivesSuspendAndRestart: with another session holding a lock on
+// customers, storefront moves to v2 and its Apply waits on the lock. The
+// schema is then suspended and the manager's Pod deleted: neither may stop
+// the Apply. Once the lock is released it commits, once, and the status
+// records it; resumed, the schema is proved in sync.
+func applyOutlivesSuspendAndRestart(t *testing.T, l *Lab, ctx context.Context) {
+	t.Helper()
+	kubectl := func(args ...string) string {
+		t.Helper()
+		out, err := l.kubectlCmd(ctx, "", args...)
+		if err != nil {
+			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+		}
+		return out
+	}
+	psql := func(sql string) (string, error) {
+		return l.kubectlCmd(ctx, sql, "-n", Namespace, "exec", "-i", "deployment/"+psqlDeployment, "--",
+			"sh", "-c", `exec psql "$DATABASE_URL" -X -q -t -A -v ON_ERROR_STOP=1 -f -`)
+	}
+	locked := make(chan error, 1)
+	go func() {
+		_, err := psql("BEGIN; LOCK TABLE customers IN ACCESS SHARE MODE; SELECT pg_sleep(40); COMMIT;")
+		locked <- err
+	}()
+	var out bytes.Buffer
+	saved := l.Stdout
+	l.Stdout = &out
+	err := l.Publish(ctx, "v2")
+	l.Stdout = saved
+	if err != nil {
+		t.Fatalf("lab publish v2: %v", err)
+	}
+	doc, err := l.Manifest("storefront", strings.TrimSpace(out.String()), env(map[string]string{"APPLY": "Always"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.kubectlCmd(ctx, doc, "apply", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	applies := func() []string {
+		return strings.Fields(kubectl("-n", Namespace, "get", "jobs", "-l", "operator.ptah.run/op=apply", "-o", "jsonpath={.items[*].metadata.uid}"))
+	}
+	before := len(applies()) // v1's Apply
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		waiting, err := psql("select count(*) from pg_locks l join pg_class c on c.oid = l.relation where not l.granted and c.relname = 'customers'")
+		if err == nil && strings.TrimSpace(waiting) != "0" && len(applies()) == before+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no v2 Apply waiting on the lock within 3m (%d Apply Jobs, %v)", len(applies()), err)
+		}
+		time.Sleep(time.Second)
+	}
+	apply := applies()[before]
+	kubectl("-n", Namespace, "patch", "ptahschema", "storefront", "--type=merge", "-p", `{"spec":{"suspend":true}}`)
+	kubectl("-n", OperatorNamespace, "delete", "pod", "-l", "app.kubernetes.io/name="+l.controllerName(ctx), "--wait=true")
+	kubectl("-n", OperatorNamespace, "rollout", "status", "deployment/"+l.controllerName(ctx), "--timeout=2m")
+	time.Sleep(5 * time.Second)
+	if got := applies(); len(got) != before+1 || got[before] != apply {
+		t.Fatalf("the waiting Apply Job was deleted or replaced by the suspend or the manager's restart: %v, want %s", got, apply)
+	}
+	if err := <-locked; err != nil {
+		t.Fatalf("the session holding the lock: %v", err)
+	}
+	if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "wait", "ptahschema/storefront",
+		"--for=jsonpath={.status.conditions[?(@.type==\"Suspended\")].status}=True", "--timeout=3m"); err != nil {
+		t.Fatalf("not Suspended after the Apply's end: %v", err)
+	}
+	if got := kubectl("-n", Namespace, "get", "ptahschema", "storefront", "-o", `jsonpath={.status.conditions[?(@.type=="Applying")].reason}`); got != "JobCompleted" {
+		t.Errorf("Applying reason %q after the Apply finished, want JobCompleted", got)
+	}
+	if phone, err := psql("select count(*) from information_schema.columns where table_name = 'customers' and column_name = 'phone'"); err != nil || strings.TrimSpace(phone) != "1" {
+		t.Errorf("customers.phone after the Apply: %q (%v), want it added", phone, err)
+	}
+	if got := applies(); len(got) != before+1 {
+		t.Errorf("%d Apply Jobs, want %d: v2 was applied more than once", len(got), before+1)
+	}
+	kubectl("-n", Namespace, "patch", "ptahschema", "storefront", "--type=merge", "-p", `{"spec":{"suspend":false}}`)
+	if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "wait", "ptahschema/storefront",
+		"--for=jsonpath={.status.conditions[?(@.type==\"InSync\")].reason}=ScopedConverged", "--timeout=4m"); err != nil {
+		t.Fatalf("not InSync after resuming: %v", err)
+	}
+	t.Logf("a v2 Apply waiting on a lock outlived a suspend and the manager's restart, and committed once")
 }
