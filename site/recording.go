@@ -2,9 +2,9 @@ package site
 
 import (
 	"fmt"
-	"strconv"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"ptah.run/operator/recorder/check"

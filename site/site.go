@@ -41,12 +41,15 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 		return fmt.Sprintf("%d %s", n, many)
 	},
 	"prompted": func(cmd string) string { return "$ " + cmd },
-	"at":       func(f float64) string { return fmt.Sprintf("%.3f", f) },
+	"at":       at,
 	"clock":    clock,
 	"head": func(title, description, image string) map[string]string {
 		return map[string]string{"Title": title, "Description": description, "Image": image, "ImageAlt": "The final screen of the recorded session: " + title}
 	},
 }).ParseFS(templateFS, "templates/*.html"))
+
+// at writes a moment in seconds as the page's data attributes and links do.
+func at(seconds float64) string { return fmt.Sprintf("%.3f", seconds) }
 
 // clock shows seconds as the player's time display does: 1:05.3.
 func clock(seconds float64) string {
