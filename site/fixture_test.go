@@ -31,6 +31,7 @@ func fixture() *recording.Recording {
 	out := func(at float64, text string) recording.Line {
 		return recording.Line{T: at, Stream: "terminal", Text: text}
 	}
+	awaited := 2.5
 	held := func(step int, claim string) check.Check {
 		return check.Check{Step: step, Claim: claim, Held: true, Evidence: exit0()}
 	}
@@ -111,7 +112,16 @@ func fixture() *recording.Recording {
 		Events: []recording.Event{{Step: 1, Note: "A command with <angle brackets> & ampersands.",
 			Command: `echo '<script>alert("x")</script> &amp; a<b' | grep -c '<'`,
 			Output:  []recording.Line{out(0.05, "\x1b[32m1\x1b[0m"), {T: 0.06, Stream: "stderr", Text: "10%\r100% <stderr> & more"}}}},
-		Checks: []check.Check{held(1, `exits 0, prints "1"`)},
+		// An await's check before the command, its own, and one of an
+		// object after it, with markup in the values read.
+		Checks: []check.Check{
+			{Step: 1, Claim: "configmap/<markup>: Ready=True (Done)", Held: true, Evidence: check.Evidence{
+				Condition:   &check.ConditionEvidence{Status: "True", Reason: "Done", ObservedGeneration: 3, Generation: 3, LastTransitionTime: "2026-09-17T10:03:59Z"},
+				WaitSeconds: &awaited}},
+			held(1, `exits 0, prints "1"`),
+			{Step: 1, Claim: `configmap/<markup>: data.html = "<img src=x onerror=alert(1)> & \"q\""`, Held: true, Evidence: check.Evidence{
+				Field: &check.FieldEvidence{Path: "data.html", Value: `<img src=x onerror=alert(1)> & "q"`, Exists: true}}},
+		},
 	})
 	return r
 }

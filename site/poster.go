@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/xml"
 	"fmt"
-	"strings"
 )
 
 // Poster geometry: a character cell of the DejaVu Sans Mono the poster asks
@@ -60,28 +59,34 @@ func poster(title string, h castHeader, events []castEvent) []byte {
 	xml.EscapeText(&b, []byte("The final screen of the recorded session: "+title))
 	b.WriteString("</title>\n")
 	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" rx="8" fill="%s"/>`+"\n", posterBackground)
-	fmt.Fprintf(&b, `<g font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="14" fill="%s" xml:space="preserve">`+"\n", posterInk)
+	fmt.Fprintf(&b, `<g font-family="DejaVu Sans Mono, Menlo, Consolas, monospace" font-size="14" fill="%s">`+"\n", posterInk)
 	for i, row := range rows {
 		if len(row) == 0 {
 			continue
 		}
-		fmt.Fprintf(&b, `<text x="%d" y="%.0f">`, padding, float64(padding)+float64(i+1)*cellHeight-4)
+		// Each run of non-blank characters is placed at its own column, so
+		// the screen's spacing holds whatever the viewer does with blanks.
+		fmt.Fprintf(&b, `<text y="%.0f">`, float64(padding)+float64(i+1)*cellHeight-4)
+		col := 0
 		for _, seg := range segmentsOf(row) {
-			b.WriteString("<tspan")
-			if seg.st.fg > 0 {
-				fmt.Fprintf(&b, ` fill="%s"`, palette[seg.st.fg-1])
-			} else if seg.st.dim {
-				fmt.Fprintf(&b, ` fill="%s"`, posterDim)
+			for _, word := range words(seg.text) {
+				fmt.Fprintf(&b, `<tspan x="%.2f"`, padding+float64(col+word.col)*cellWidth)
+				if seg.st.fg > 0 {
+					fmt.Fprintf(&b, ` fill="%s"`, palette[seg.st.fg-1])
+				} else if seg.st.dim {
+					fmt.Fprintf(&b, ` fill="%s"`, posterDim)
+				}
+				if seg.st.bold {
+					b.WriteString(` font-weight="bold"`)
+				}
+				if seg.st.underline {
+					b.WriteString(` text-decoration="underline"`)
+				}
+				b.WriteString(">")
+				xml.EscapeText(&b, []byte(word.text))
+				b.WriteString("</tspan>")
 			}
-			if seg.st.bold {
-				b.WriteString(` font-weight="bold"`)
-			}
-			if seg.st.underline {
-				b.WriteString(` text-decoration="underline"`)
-			}
-			b.WriteString(">")
-			xml.EscapeText(&b, []byte(seg.text))
-			b.WriteString("</tspan>")
+			col += len([]rune(seg.text))
 		}
 		b.WriteString("</text>\n")
 	}
@@ -123,21 +128,25 @@ func expandTabs(l []cell) []cell {
 	return out
 }
 
-// posterLines is the poster's text, row by row, for tests.
-func posterLines(svg []byte) ([]string, error) {
-	var doc struct {
-		G struct {
-			Text []struct {
-				Spans []string `xml:"tspan"`
-			} `xml:"text"`
-		} `xml:"g"`
+type word struct {
+	col  int
+	text string
+}
+
+// words splits text at blanks, keeping each word's column.
+func words(text string) []word {
+	var out []word
+	start := -1
+	runes := []rune(text)
+	for i := 0; i <= len(runes); i++ {
+		blank := i == len(runes) || runes[i] == ' '
+		switch {
+		case !blank && start < 0:
+			start = i
+		case blank && start >= 0:
+			out = append(out, word{start, string(runes[start:i])})
+			start = -1
+		}
 	}
-	if err := xml.Unmarshal(svg, &doc); err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, t := range doc.G.Text {
-		out = append(out, strings.Join(t.Spans, ""))
-	}
-	return out, nil
+	return out
 }
