@@ -153,8 +153,6 @@
     phase.hidden = step.sync === "";
     phase.textContent = step.sync;
     phase.dataset.phase = step.sync;
-    prevButton.disabled = false;
-    nextButton.disabled = false;
   }
 
   function showTerminal() {
