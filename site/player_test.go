@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -17,7 +18,7 @@ import (
 )
 
 // The player's controls, as the keyboard must reach them.
-var controlSelectors = []string{"button.play", "button.restart", "button.prev", "button.next", "select.speed", "select.chapters", "button.keys", "input.scrubber", "a.cast"}
+var controlSelectors = []string{"button.play", "button.restart", "button.prev", "button.next", "select.speed", "select.chapters", "button.show-transcript", "button.keys", "input.scrubber", "a.cast"}
 
 // axeSource is axe-core as npm installed it from site/package-lock.json.
 var axeSource = sync.OnceValues(func() (string, error) {
@@ -233,6 +234,19 @@ func checkControls(t *testing.T, tab context.Context, base string, p *Page) {
 	if got := read(t, tab).Time; got != "0.000" {
 		t.Errorf("%s: ← on the scrubber: time %s, want 0.000", p.ID, got)
 	}
+
+	// Back to the transcript, and on from there.
+	press(t, tab, "input.scrubber", kb.ArrowLeft)
+	was := read(t, tab).Time
+	press(t, tab, "button.show-transcript", kb.Enter)
+	if got := read(t, tab); got.State != "ready" || got.Terminal != "" || !eval[bool](t, tab, `!document.querySelector(".transcript").hidden`) {
+		t.Errorf("%s: Enter on Transcript: %+v, want the transcript shown", p.ID, got)
+	}
+	press(t, tab, "button.play", kb.Enter)
+	if got := read(t, tab); got.State != "playing" || seconds(t, got.Time) < seconds(t, was) {
+		t.Errorf("%s: Play after the transcript: %s at %s, want playing on from %s", p.ID, got.State, got.Time, was)
+	}
+	press(t, tab, "button.play", kb.Enter)
 
 	// Steps: "." and "," and the two buttons, from the start.
 	press(t, tab, "input.scrubber", kb.Home)
@@ -476,6 +490,15 @@ func checkPhases(t *testing.T, tab context.Context, base string, p *Page) {
 			t.Errorf("%s: \",\" back to step %d: step %s at %s", p.ID, p.Steps[i].Number, got.Step, got.Time)
 		}
 	}
+}
+
+func seconds(t *testing.T, s string) float64 {
+	t.Helper()
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		t.Fatalf("the player's time %q is not a number", s)
+	}
+	return v
 }
 
 func jsList(items []string) string {

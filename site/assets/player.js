@@ -6,7 +6,8 @@
 // JavaScript off the transcript is all there is.
 //
 // Controls: play/pause, restart, previous/next step, speed (remembered), a
-// step list labelled with each step's note, a scrubber, and keys while focus
+// step list labelled with each step's note, a scrubber, back to the
+// transcript, and keys while focus
 // is in the player (Space, arrows, "," and ".", "?"). Deep links: #step-4
 // opens at step 4, #t=12.5 at that second; a claim in "What was checked"
 // opens the moment it was checked.
@@ -27,6 +28,7 @@
   var speedSelect = $("select.speed");
   var chapterSelect = $("select.chapters");
   var keysButton = $("button.keys");
+  var transcriptButton = $("button.show-transcript");
   var scrubber = $("input.scrubber");
   var timeShown = $(".time");
   var phase = $(".phase");
@@ -269,6 +271,14 @@
   prevButton.addEventListener("click", prevStep);
   nextButton.addEventListener("click", nextStep);
   keysButton.addEventListener("click", toggleKeys);
+  // Back to the page's own transcript, whole and selectable; Play goes on
+  // from where the player was.
+  transcriptButton.addEventListener("click", function () {
+    stop("ready");
+    terminal.hidden = true;
+    transcript.hidden = false;
+    phase.hidden = true;
+  });
   scrubber.addEventListener("input", function () { seek(parseFloat(scrubber.value)); });
   chapterSelect.addEventListener("change", function () { follow("#step-" + chapterSelect.value, false); });
   speedSelect.addEventListener("change", function () {
