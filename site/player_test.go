@@ -235,6 +235,16 @@ func checkControls(t *testing.T, tab context.Context, base string, p *Page) {
 		t.Errorf("%s: ← on the scrubber: time %s, want 0.000", p.ID, got)
 	}
 
+	// Home and End anywhere in the player.
+	press(t, tab, ".terminal", kb.End)
+	if got := read(t, tab); got.State != "done" || got.Time != at(p.Duration) {
+		t.Errorf("%s: End in the terminal: %s at %s, want done at %s", p.ID, got.State, got.Time, at(p.Duration))
+	}
+	press(t, tab, ".terminal", kb.Home)
+	if got := read(t, tab); got.State != "paused" || got.Time != "0.000" {
+		t.Errorf("%s: Home in the terminal: %s at %s, want paused at 0.000", p.ID, got.State, got.Time)
+	}
+
 	// Back to the transcript, and on from there.
 	press(t, tab, "input.scrubber", kb.ArrowLeft)
 	was := read(t, tab).Time

@@ -7,10 +7,9 @@
 //
 // Controls: play/pause, restart, previous/next step, speed (remembered), a
 // step list labelled with each step's note, a scrubber, back to the
-// transcript, and keys while focus
-// is in the player (Space, arrows, "," and ".", "?"). Deep links: #step-4
-// opens at step 4, #t=12.5 at that second; a claim in "What was checked"
-// opens the moment it was checked.
+// transcript, and keys while focus is in the player (Space, arrows, Home and
+// End, "," and ".", "?"). Deep links: #step-4 opens at step 4, #t=12.5 at
+// that second; a claim in "What was checked" opens the moment it was checked.
 (function () {
   "use strict";
   var frame = document.querySelector("figure.replay");
@@ -311,6 +310,12 @@
       break;
     case "ArrowRight":
       seek(now + 5);
+      break;
+    case "Home":
+      seek(0);
+      break;
+    case "End":
+      seek(duration);
       break;
     case ",":
       prevStep();
