@@ -14,9 +14,9 @@ import (
 
 // refuseCredentials walks root and refuses the first file that holds one of
 // the lab's credential values, naming the file (as under shownAs) and the
-// credential file the value came from, never the value. A page is also read
-// with its character references decoded, since the templates escape what
-// they print.
+// credential file the value came from, never the value. A page or a poster
+// is also read with its character references decoded, since both escape
+// what they print.
 func refuseCredentials(secrets []labenv.Secret, root, shownAs string) error {
 	if len(secrets) == 0 {
 		return nil
@@ -35,7 +35,7 @@ func refuseCredentials(secrets []labenv.Secret, root, shownAs string) error {
 		if err := recording.ScanText(secrets, where, text); err != nil {
 			return err
 		}
-		if strings.HasSuffix(path, ".html") {
+		if strings.HasSuffix(path, ".html") || strings.HasSuffix(path, ".svg") {
 			return recording.ScanText(secrets, where, html.UnescapeString(text))
 		}
 		return nil

@@ -353,14 +353,21 @@ func TestPlantedCredentialRefusesTheBuild(t *testing.T) {
 }
 
 func TestEscapedCredentialInAPageIsFound(t *testing.T) {
-	dir := t.TempDir()
-	page := "<pre>" + html.EscapeString(plantedPassword) + "</pre>"
-	if err := os.WriteFile(filepath.Join(dir, "a.html"), []byte(page), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := refuseCredentials(fixtureLab(t), dir, "site/public")
-	if err == nil || !strings.Contains(err.Error(), filepath.Join("site/public", "a.html")) || strings.Contains(err.Error(), plantedPassword) {
-		t.Errorf("err = %v, want a refusal naming site/public/a.html without the value", err)
+	for name, content := range map[string]string{
+		"a.html":        "<pre>" + html.EscapeString(plantedPassword) + "</pre>",
+		"posters/a.svg": `<svg xmlns="http://www.w3.org/2000/svg"><text><tspan>` + strings.ReplaceAll(html.EscapeString(plantedPassword), "+", "&#43;") + `</tspan></text></svg>`,
+	} {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := refuseCredentials(fixtureLab(t), dir, "site/public")
+		if err == nil || !strings.Contains(err.Error(), filepath.Join("site/public", name)) || strings.Contains(err.Error(), plantedPassword) {
+			t.Errorf("err = %v, want a refusal naming site/public/%s without the value", err, name)
+		}
 	}
 }
 
