@@ -12,9 +12,9 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 # Debian packages the tests need (binary that proves each one is there).
-HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium asciinema:/usr/bin/asciinema
+HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium asciinema:/usr/bin/asciinema npm:/usr/bin/npm
 
-.PHONY: test host-deps envtest generate check-generated lint scenarios recording unit demo
+.PHONY: test host-deps envtest generate check-generated lint scenarios recording unit demo site-deps
 .DEFAULT_GOAL := test
 
 ## test: everything CI runs (host packages, envtest binaries, generated code up to date, lint, all tests,
@@ -91,8 +91,16 @@ recording:
 	  out=$$(mktemp -d) && $(GO) run ./cmd/site -recording demo/recordings -out $$out/site && rm -rf $$out; \
 	else echo "recording: none committed yet"; fi
 
+## site-deps: axe-core, which the site's browser test runs on every page, as pinned in site/package-lock.json
+## (npm ci checks its integrity; npm's cache serves it without a network after the first install)
+site-deps:
+	@want=$$(jq -r '.packages["node_modules/axe-core"].version' site/package-lock.json); \
+	have=$$(jq -r .version site/node_modules/axe-core/package.json 2>/dev/null || true); \
+	if [ "$$have" = "$$want" ]; then echo "site-deps: axe-core $$have present"; \
+	else cd site && npm ci --prefer-offline --no-audit --no-fund; fi
+
 ## unit: the Go tests; the real components' start-up times are printed first
-unit:
+unit: site-deps
 	$(GO) test -count=1 -v -run 'Test(APIServer|Postgres|Registry)' ./acceptance/testenv/ | grep -E 'testenv:|^(--- |ok|FAIL|PASS)'
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /acceptance/testenv$$)
 

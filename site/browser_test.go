@@ -154,11 +154,11 @@ func TestSiteInChromium(t *testing.T) {
 
 func checkInChromium(t *testing.T, built func(*testing.T) (string, *Site, string)) {
 	out, s, base := built(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 	bctx := browser(t, ctx)
 
-	t.Run("every page loads without a console error and every link resolves", func(t *testing.T) {
+	t.Run("every page loads without a console error, every link resolves, and axe-core finds nothing", func(t *testing.T) {
 		tab, cancel := chromedp.NewContext(bctx)
 		defer cancel()
 		if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
@@ -188,8 +188,18 @@ func checkInChromium(t *testing.T, built func(*testing.T) (string, *Site, string
 			if err != nil {
 				t.Fatal(err)
 			}
-			if missing := inOrder(shown, p.TranscriptLines()); missing != "" {
-				t.Errorf("%s without JavaScript: the transcript lacks %q", p.ID, missing)
+			// Exactly the session, line for line, nothing added.
+			if got, want := nonEmpty(strings.Split(shown, "\n")), nonEmpty(p.TranscriptLines()); strings.Join(got, "\n") != strings.Join(want, "\n") {
+				t.Errorf("%s without JavaScript: the transcript reads\n%s\nwant\n%s", p.ID, strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			// Colour and bold are drawn from the recorded bytes, each run
+			// in a colour of its own.
+			styled := eval[[]string](t, tab, `Array.from(document.querySelectorAll(".transcript .line span[class]"), e => e.className + "=" + e.textContent + "=" + (getComputedStyle(e).color !== getComputedStyle(e.parentNode).color || getComputedStyle(e).fontWeight !== getComputedStyle(e.parentNode).fontWeight || e.className === "italic" || e.className === "underline"))`)
+			if want := styledRuns(p); strings.Join(styled, "|") != strings.Join(want, "|") {
+				t.Errorf("%s without JavaScript: styled runs %q, want %q", p.ID, styled, want)
+			}
+			if shown := eval[bool](t, tab, `[".controls", ".seek", ".keys-help"].some(s => document.querySelector(s).offsetParent !== null)`); shown {
+				t.Errorf("%s without JavaScript: the player's controls are shown, and cannot work", p.ID)
 			}
 			// The page says so itself: Play cannot work, so it is not offered.
 			state, err := chromedp.Run(tab, chromedp.Evaluate[string](`document.querySelector("figure.replay").dataset.state || "static"`))
@@ -199,20 +209,35 @@ func checkInChromium(t *testing.T, built func(*testing.T) (string, *Site, string
 		}
 	})
 
-	t.Run("Play types the whole session with each step's phase", func(t *testing.T) {
+	t.Run("every control works by keyboard alone", func(t *testing.T) {
 		tab, cancel := chromedp.NewContext(bctx)
 		defer cancel()
-		if err := chromedp.Do(tab, chromedp.Navigate("about:blank")); err != nil {
-			t.Fatal(err)
-		}
 		con := listen(t, tab)
-		for _, p := range s.Pages {
-			play(t, tab, base, p)
-			if errs := con.take(); len(errs) > 0 {
-				t.Errorf("%s: console errors while playing: %q", p.ID, errs)
-			}
+		checkControls(t, tab, base, s.Pages[0])
+		if errs := con.take(); len(errs) > 0 {
+			t.Errorf("console errors: %q", errs)
 		}
 	})
+
+	perPage := map[string]func(*testing.T, context.Context, string, *Page){
+		"Play types the last step out and ends holding the whole session": checkPlay,
+		"each step shows its phase, reached with . and ,":                 checkPhases,
+		"deep links open at a step or a time":                             checkDeepLinks,
+		"each claim links to its moment and shows its evidence":           checkEvidence,
+	}
+	for name, check := range perPage {
+		t.Run(name, func(t *testing.T) {
+			tab, cancel := chromedp.NewContext(bctx)
+			defer cancel()
+			con := listen(t, tab)
+			for _, p := range s.Pages {
+				check(t, tab, base, p)
+				if errs := con.take(); len(errs) > 0 {
+					t.Errorf("%s: console errors: %q", p.ID, errs)
+				}
+			}
+		})
+	}
 
 	t.Run("the checks table has one held row per recorded check", func(t *testing.T) {
 		tab, cancel := chromedp.NewContext(bctx)
@@ -221,7 +246,7 @@ func checkInChromium(t *testing.T, built func(*testing.T) (string, *Site, string
 			if err := chromedp.Do(tab, chromedp.Navigate(base+p.Href())); err != nil {
 				t.Fatal(err)
 			}
-			rows, err := chromedp.Run(tab, chromedp.Evaluate[[][]string](`Array.from(document.querySelectorAll("table.checks tbody tr"), tr => Array.from(tr.cells, td => td.textContent))`))
+			rows, err := chromedp.Run(tab, chromedp.Evaluate[[][]string](`Array.from(document.querySelectorAll("table.checks tbody tr"), tr => Array.from(tr.cells, td => td.textContent).slice(0, 3))`))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -277,13 +302,14 @@ func crawl(t *testing.T, tab context.Context, con *console, start string) []stri
 			t.Fatalf("load %s: %v", page, err)
 		}
 		links, err := chromedp.Run(tab, chromedp.Evaluate[[]string](
-			`Array.from(document.querySelectorAll("a[href], link[href], script[src], img[src]"), e => e.href || e.src)`))
+			`Array.from(document.querySelectorAll("a[href], link[href], script[src], img[src], meta[property='og:image']"), e => e.href || e.src || new URL(e.content, location.href).href)`))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if errs := con.take(); len(errs) > 0 {
 			t.Errorf("%s: console errors: %q", page, errs)
 		}
+		axeCheck(t, tab, page)
 		pages = append(pages, page)
 		for _, link := range links {
 			u, err := url.Parse(link)
@@ -323,69 +349,6 @@ func crawl(t *testing.T, tab context.Context, con *console, start string) []stri
 	return pages
 }
 
-// play presses Play with a fast typing rate and checks that the session was
-// typed out (the terminal grew character by character), that each step's
-// phase was shown, and that the terminal ends holding every line of the
-// transcript, in order.
-func play(t *testing.T, tab context.Context, base string, p *Page) {
-	t.Helper()
-	if err := chromedp.Do(tab, chromedp.Navigate(base+p.Href()+"?cps=2000&idle=0")); err != nil {
-		t.Fatal(err)
-	}
-	_, err := chromedp.Run(tab, chromedp.Evaluate[chromedp.Void](`(() => {
-		const frame = document.querySelector("figure.replay");
-		const term = frame.querySelector(".terminal");
-		const phase = frame.querySelector(".phase");
-		window.seen = { lengths: new Set(), phases: [] };
-		new MutationObserver(() => {
-			seen.lengths.add(term.textContent.length);
-			const shown = phase.hidden ? "" : phase.textContent;
-			if (shown !== "" && seen.phases[seen.phases.length - 1] !== shown) seen.phases.push(shown);
-		}).observe(frame, { subtree: true, childList: true, characterData: true, attributes: true });
-	})()`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := chromedp.Do(tab, chromedp.Click(chromedp.CSS("button.play"), chromedp.NodeVisible)); err != nil {
-		t.Fatalf("%s: press Play: %v", p.ID, err)
-	}
-	if _, err := chromedp.Run(tab, chromedp.Poll[bool](`document.querySelector("figure.replay").dataset.state === "done"`,
-		chromedp.WithPollingTimeout(60*time.Second))); err != nil {
-		t.Fatalf("%s: the player did not finish: %v", p.ID, err)
-	}
-	type played struct {
-		Terminal string   `json:"terminal"`
-		Lengths  int      `json:"lengths"`
-		Phases   []string `json:"phases"`
-	}
-	result, err := chromedp.Run(tab, chromedp.Evaluate[played](`({terminal: document.querySelector(".terminal").textContent,
-		lengths: seen.lengths.size, phases: seen.phases})`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if missing := inOrder(result.Terminal, p.TranscriptLines()); missing != "" {
-		t.Errorf("%s: after Play the terminal lacks %q; it shows:\n%s", p.ID, missing, result.Terminal)
-	}
-	// Typed out, not pasted: pasting each note, command and output line
-	// whole would give the terminal one length per piece, typing gives more.
-	pieces := 0
-	for _, s := range p.Steps {
-		pieces += 2 + len(s.Lines)
-	}
-	if result.Lengths <= pieces {
-		t.Errorf("%s: the terminal took %d lengths for %d pieces: it was not typed out", p.ID, result.Lengths, pieces)
-	}
-	var phases []string
-	for _, s := range p.Steps {
-		if s.Sync != "" && (len(phases) == 0 || phases[len(phases)-1] != s.Sync) {
-			phases = append(phases, s.Sync)
-		}
-	}
-	if strings.Join(result.Phases, ",") != strings.Join(phases, ",") {
-		t.Errorf("%s: phases shown %q, want %q", p.ID, result.Phases, phases)
-	}
-}
-
 // inOrder returns the first of lines that text does not hold after the
 // lines before it, or "" when it holds them all in order.
 func inOrder(text string, lines []string) string {
@@ -398,4 +361,30 @@ func inOrder(text string, lines []string) string {
 		rest = rest[i+len(l):]
 	}
 	return ""
+}
+
+// styledRuns lists the page's styled runs as the JavaScript-off test reads
+// them: class, text, and that the run is drawn differently from its line.
+func styledRuns(p *Page) []string {
+	var out []string
+	for _, s := range p.Steps {
+		for _, l := range s.Lines {
+			for _, seg := range l.Segments {
+				if seg.Class != "" {
+					out = append(out, seg.Class+"="+seg.Text+"=true")
+				}
+			}
+		}
+	}
+	return out
+}
+
+func nonEmpty(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if l = strings.TrimRight(l, " "); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -1,12 +1,14 @@
 package site
 
 import (
+	"bytes"
 	"fmt"
-	"html"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/net/html"
 
 	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/recording"
@@ -25,8 +27,12 @@ func scanner(opts Options) *credential.Scanner {
 
 // refuseCredentials walks root and refuses the first file that holds a
 // credential, naming the file (as under shownAs) and what the credential is,
-// never the value. A page is also read with its character references
-// decoded, since the templates escape what they print.
+// never the value. A page or a poster is also read with its character
+// references decoded, since both escape what they print, and as the text it
+// shows, since both draw each style in its own element and a value written
+// across colour changes is in no one of them. A cast is also read as the
+// output it plays, its escapes decoded from JSON, so the scan sees it as a
+// terminal shows it.
 func refuseCredentials(sc *credential.Scanner, root, shownAs string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -42,9 +48,33 @@ func refuseCredentials(sc *credential.Scanner, root, shownAs string) error {
 		if err := recording.ScanText(sc, where, text); err != nil {
 			return err
 		}
-		if strings.HasSuffix(path, ".html") {
-			return recording.ScanText(sc, where, html.UnescapeString(text))
+		switch filepath.Ext(path) {
+		case ".html", ".svg":
+			if err := recording.ScanText(sc, where, html.UnescapeString(text)); err != nil {
+				return err
+			}
+			return recording.ScanText(sc, where, shownText(data))
+		case ".cast":
+			// A cast that cannot be read is refused when the site is
+			// built from it; what could be read is scanned here.
+			out, _ := castOutput(data)
+			return recording.ScanText(sc, where, out)
 		}
 		return nil
 	})
+}
+
+// shownText is the text a page or a poster shows: the text of every
+// element, run together, character references decoded.
+func shownText(data []byte) string {
+	z := html.NewTokenizer(bytes.NewReader(data))
+	var b strings.Builder
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return b.String()
+		case html.TextToken:
+			b.Write(z.Text())
+		}
+	}
 }

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"ptah.run/operator/recorder/check"
 	"ptah.run/operator/recorder/envnames"
+	"ptah.run/operator/recorder/evidence"
 	"ptah.run/operator/recorder/recording"
 )
 
@@ -21,7 +21,7 @@ const (
 	plantedSecret   = "db-Planted-<7c1e55aa>"
 )
 
-func exit0() check.Evidence { zero := 0; return check.Evidence{Exit: &zero} }
+func exit0() evidence.Evidence { zero := 0; return evidence.Evidence{Exit: &zero} }
 
 // fixture is a small recording made with recorder/recording's types: the
 // seed's failure-recovery session plus two scenarios, one in another group
@@ -31,8 +31,9 @@ func fixture() *recording.Recording {
 	out := func(at float64, text string) recording.Line {
 		return recording.Line{T: at, Stream: "terminal", Text: text}
 	}
-	held := func(step int, claim string) check.Check {
-		return check.Check{Step: step, Claim: claim, Held: true, Evidence: exit0()}
+	awaited := 2.5
+	held := func(step int, claim string) evidence.Check {
+		return evidence.Check{Step: step, Claim: claim, Held: true, Evidence: exit0()}
 	}
 	r := &recording.Recording{
 		RecordedAt:        "2026-09-17T10:04:05Z",
@@ -82,7 +83,7 @@ func fixture() *recording.Recording {
 					out(0.91, "(1 row)"), out(0.91, ""),
 				}},
 		},
-		Checks: []check.Check{
+		Checks: []evidence.Check{
 			held(1, `exits 0, prints "created"`),
 			held(2, "ptahschema/storefront: ReconciliationFailed=True (OperationFailed)"),
 			held(2, `exits 0, prints "Failed"`),
@@ -102,7 +103,7 @@ func fixture() *recording.Recording {
 			Command: `kubectl -n "$OPERATOR_NAMESPACE" get deploy "$CONTROLLER"`,
 			Output: []recording.Line{out(0.31, "NAME            READY   UP-TO-DATE   AVAILABLE   AGE"),
 				out(0.32, "ptah-operator   1/1     1            1           2m")}}},
-		Checks: []check.Check{held(1, `exits 0, prints "1/1"`)},
+		Checks: []evidence.Check{held(1, `exits 0, prints "1/1"`)},
 	})
 	r.Scenarios = append(r.Scenarios, recording.Scenario{
 		ID: "markup-in-commands", Title: "Commands with <markup> & quotes", Tagline: "Text a browser would read as markup is shown as typed.",
@@ -111,7 +112,16 @@ func fixture() *recording.Recording {
 		Events: []recording.Event{{Step: 1, Note: "A command with <angle brackets> & ampersands.",
 			Command: `echo '<script>alert("x")</script> &amp; a<b' | grep -c '<'`,
 			Output:  []recording.Line{out(0.05, "\x1b[32m1\x1b[0m"), {T: 0.06, Stream: "stderr", Text: "10%\r100% <stderr> & more"}}}},
-		Checks: []check.Check{held(1, `exits 0, prints "1"`)},
+		// An await's check before the command, its own, and one of an
+		// object after it, with markup in the values read.
+		Checks: []evidence.Check{
+			{Step: 1, Claim: "configmap/<markup>: Ready=True (Done)", Held: true, Evidence: evidence.Evidence{
+				Condition:   &evidence.ConditionEvidence{Status: "True", Reason: "Done", ObservedGeneration: 3, Generation: 3, LastTransitionTime: "2026-09-17T10:03:59Z"},
+				WaitSeconds: &awaited}},
+			held(1, `exits 0, prints "1"`),
+			{Step: 1, Claim: `configmap/<markup>: data.html = "<img src=x onerror=alert(1)> & \"q\""`, Held: true, Evidence: evidence.Evidence{
+				Field: &evidence.FieldEvidence{Path: "data.html", Value: `<img src=x onerror=alert(1)> & "q"`, Exists: true}}},
+		},
 	})
 	return r
 }

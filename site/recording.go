@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
+	"ptah.run/operator/recorder/evidence"
 	"ptah.run/operator/recorder/recording"
-
 	"ptah.run/operator/recorder/terminal"
 )
 
@@ -55,14 +56,54 @@ func model(r *recording.Recording) (*Site, error) {
 		for _, e := range sc.Events {
 			step := Step{Number: e.Step, Note: e.Note, Command: e.Command, Sync: e.Sync}
 			for _, l := range e.Output {
-				step.Lines = append(step.Lines, Line{At: l.T, Stream: l.Stream, Text: terminal.Line(l.Text)})
+				step.Lines = append(step.Lines, Line{At: l.T, Stream: l.Stream, Text: terminal.Line(l.Text), Segments: styledLine(l.Text)})
 			}
 			p.Steps = append(p.Steps, step)
 		}
 		for _, c := range sc.Checks {
-			p.Checks = append(p.Checks, Check{Step: c.Step, Claim: c.Claim, Held: c.Held})
+			p.Checks = append(p.Checks, Check{Step: c.Step, Claim: c.Claim, Held: c.Held, Evidence: facts(c.Evidence), command: c.Evidence.Exit != nil})
 		}
 		s.Pages = append(s.Pages, p)
 	}
 	return s, nil
+}
+
+// facts lists what a check observed, in the words of the recording's
+// fields, so a reader sees what was read rather than our summary of it.
+func facts(e evidence.Evidence) []Fact {
+	var out []Fact
+	add := func(name, value string) { out = append(out, Fact{name, value}) }
+	if e.Exit != nil {
+		add("exit status", strconv.Itoa(*e.Exit))
+	}
+	if e.Attempts > 0 {
+		add("attempts", strconv.Itoa(e.Attempts))
+	}
+	if c := e.Condition; c != nil {
+		add("status", c.Status)
+		add("reason", c.Reason)
+		add("observedGeneration", fmt.Sprintf("%d (the object's generation: %d)", c.ObservedGeneration, c.Generation))
+		if c.LastTransitionTime != "" {
+			add("lastTransitionTime", c.LastTransitionTime)
+		}
+	}
+	if f := e.Field; f != nil {
+		add("field", f.Path)
+		if f.Exists {
+			add("value", strconv.Quote(f.Value))
+		} else {
+			add("value", "not set")
+		}
+	}
+	if e.Present != nil {
+		if *e.Present {
+			add("present", "yes")
+		} else {
+			add("present", "no")
+		}
+	}
+	if e.WaitSeconds != nil {
+		add("waited", strconv.FormatFloat(*e.WaitSeconds, 'f', -1, 64)+" s")
+	}
+	return out
 }

@@ -45,8 +45,21 @@ var templates = template.Must(template.New("").Funcs(template.FuncMap{
 		return fmt.Sprintf("%d %s", n, many)
 	},
 	"prompted": func(cmd string) string { return "$ " + cmd },
-	"at":       func(f float64) string { return fmt.Sprintf("%.3f", f) },
+	"at":       at,
+	"clock":    clock,
+	"head": func(title, description, image string) map[string]string {
+		return map[string]string{"Title": title, "Description": description, "Image": image, "ImageAlt": "The final screen of the recorded session: " + title}
+	},
 }).ParseFS(templateFS, "templates/*.html"))
+
+// at writes a moment in seconds as the page's data attributes and links do.
+func at(seconds float64) string { return fmt.Sprintf("%.3f", seconds) }
+
+// clock shows seconds as the player's time display does: 1:05.3.
+func clock(seconds float64) string {
+	m := int(seconds) / 60
+	return fmt.Sprintf("%d:%04.1f", m, seconds-float64(m*60))
+}
 
 // Build writes the site for the recording in opts.Recording to opts.Out. It
 // builds next to Out and replaces Out only when everything was written and
@@ -123,8 +136,10 @@ func write(s *Site, recording, dir string) error {
 	if err := render(filepath.Join(dir, "index.html"), "catalog.html", s); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, "casts"), 0o755); err != nil {
-		return err
+	for _, sub := range []string{"casts", "posters"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return err
+		}
 	}
 	for _, p := range s.Pages {
 		castFile := filepath.Join(recording, p.ID+".cast")
@@ -132,12 +147,26 @@ func write(s *Site, recording, dir string) error {
 		if err != nil {
 			return fmt.Errorf("scenario %s: read its cast: %w (record the scenario again)", p.ID, err)
 		}
-		text, err := castOutput(cast)
+		header, events, err := readCast(cast)
 		if err != nil {
 			return fmt.Errorf("%s: %w", castFile, err)
 		}
-		if d := agree(text, p); d != "" {
+		var text strings.Builder
+		for _, e := range events {
+			text.WriteString(e.Data)
+		}
+		if d := agree(text.String(), p); d != "" {
 			return fmt.Errorf("%s does not show the session runs.json holds: %s; record the scenario again", castFile, d)
+		}
+		duration := 0.0
+		if len(events) > 0 {
+			duration = events[len(events)-1].At
+		}
+		if err := p.setTimes(lineTimes(events), duration); err != nil {
+			return fmt.Errorf("%s: %w", castFile, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p.PosterHref())), poster(p.Title, header, events), 0o644); err != nil {
+			return err
 		}
 		if err := os.WriteFile(filepath.Join(dir, filepath.FromSlash(p.CastHref())), cast, 0o644); err != nil {
 			return err

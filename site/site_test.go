@@ -299,6 +299,11 @@ func TestPlantedCredentialRefusesTheBuild(t *testing.T) {
 		"the registry password in output": func(r *recording.Recording) {
 			r.Scenarios[0].Events[3].Output[0].Text += `,"password":"` + plantedPassword + `"`
 		},
+		// The page and the poster draw each style in its own element, so
+		// the value is in no one run of their text.
+		"the registry password in output, split by colour changes": func(r *recording.Recording) {
+			r.Scenarios[0].Events[3].Output[0].Text += " \x1b[1m" + plantedPassword[:4] + "\x1b[31m" + plantedPassword[4:9] + "\x1b[0m" + plantedPassword[9:]
+		},
 		"a credential file's value in a note": func(r *recording.Recording) {
 			r.Scenarios[2].Events[0].Note += " " + plantedSecret
 		},
@@ -331,14 +336,26 @@ func TestPlantedCredentialRefusesTheBuild(t *testing.T) {
 }
 
 func TestEscapedCredentialInAPageIsFound(t *testing.T) {
-	dir := t.TempDir()
-	page := "<pre>" + html.EscapeString(plantedPassword) + "</pre>"
-	if err := os.WriteFile(filepath.Join(dir, "a.html"), []byte(page), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	err := refuseCredentials(scanner(Options{Secrets: fixtureLab(t)}), dir, "site/public")
-	if err == nil || !strings.Contains(err.Error(), filepath.Join("site/public", "a.html")) || strings.Contains(err.Error(), plantedPassword) {
-		t.Errorf("err = %v, want a refusal naming site/public/a.html without the value", err)
+	for name, content := range map[string]string{
+		"a.html":        "<pre>" + html.EscapeString(plantedPassword) + "</pre>",
+		"posters/a.svg": `<svg xmlns="http://www.w3.org/2000/svg"><text><tspan>` + strings.ReplaceAll(html.EscapeString(plantedPassword), "+", "&#43;") + `</tspan></text></svg>`,
+		// Written across colour changes: each style is its own element.
+		"b.html": `<pre><span class="line">` + html.EscapeString(plantedPassword[:4]) + `<span class="fg1 bold">` + html.EscapeString(plantedPassword[4:9]) + `</span>` + html.EscapeString(plantedPassword[9:]) + `</span></pre>`,
+		"posters/b.svg": `<svg xmlns="http://www.w3.org/2000/svg"><text y="1"><tspan x="12.00">` + html.EscapeString(plantedPassword[:4]) + `</tspan><tspan x="45.72" fill="#ff8a80">` +
+			html.EscapeString(plantedPassword[4:9]) + `</tspan><tspan x="87.87">` + html.EscapeString(plantedPassword[9:]) + `</tspan></text></svg>`,
+		"casts/b.cast": "{\"version\": 2, \"width\": 80, \"height\": 24}\n" + `[0.1, "o", "` + plantedPassword[:4] + `\u001b[31m"]` + "\n" + `[0.2, "o", "` + plantedPassword[4:9] + `\u001b[0m` + plantedPassword[9:] + `\r\n"]` + "\n",
+	} {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		err := refuseCredentials(scanner(Options{Secrets: fixtureLab(t)}), dir, "site/public")
+		if err == nil || !strings.Contains(err.Error(), filepath.Join("site/public", name)) || strings.Contains(err.Error(), plantedPassword) {
+			t.Errorf("err = %v, want a refusal naming site/public/%s without the value", err, name)
+		}
 	}
 }
 

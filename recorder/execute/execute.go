@@ -121,7 +121,15 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 	// signal to -pid reaches everything the command started. The terminal
 	// is not made the session's controlling terminal: a program that opens
 	// /dev/tty to prompt fails at once rather than waiting forever.
+	// The shell is in running before another Run's endOrphans can see it
+	// (the recorder its parent, the same environment) and take it for an
+	// orphan.
+	starting.RLock()
 	term, err := pty.StartWithAttrs(cmd, &pty.Winsize{Cols: Columns, Rows: Rows}, &syscall.SysProcAttr{Setsid: true})
+	if err == nil {
+		running.add(cmd.Process.Pid)
+	}
+	starting.RUnlock()
 	if errW != nil {
 		_ = errW.Close()
 	}
@@ -133,7 +141,6 @@ func (s Shell) Run(ctx context.Context, command string, separate bool) (Result, 
 	}
 	defer term.Close()
 	pid := cmd.Process.Pid
-	running.add(pid)
 	defer running.remove(pid)
 
 	timeout := s.Timeout

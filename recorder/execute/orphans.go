@@ -22,6 +22,11 @@ func becomeSubreaper() {
 	subreaper.Do(func() { _ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) })
 }
 
+// starting is held shared from a shell's start until it is in running, and
+// exclusively while orphans are looked for, so a shell that a concurrent
+// Run is starting is never taken for one.
+var starting sync.RWMutex
+
 // running are the shells in flight, which are never orphans.
 var running = pids{m: map[int]bool{}}
 
@@ -50,6 +55,8 @@ func endOrphans(pgid int, env []string) {
 	if unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil) == unix.ECHILD {
 		return
 	}
+	starting.Lock()
+	defer starting.Unlock()
 	self := os.Getpid()
 	for _, pid := range younger(pgid) {
 		if pid == pgid || running.has(pid) {

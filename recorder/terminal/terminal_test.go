@@ -42,3 +42,87 @@ func TestValidUTF8(t *testing.T) {
 		t.Errorf("ValidUTF8 changed valid text: %q", got)
 	}
 }
+
+func TestRowsCarryTheStyleEachCharacterWasWrittenIn(t *testing.T) {
+	green := Style{Fg: 2 + 1, Bold: true}
+	cases := []struct {
+		name string
+		data string
+		want []Run
+	}{
+		{"plain text has the default style", "plain", []Run{{Style{}, "plain"}}},
+		{"bold green, then reset", "\x1b[1;32mok\x1b[0m done", []Run{{green, "ok"}, {Style{}, " done"}}},
+		{"bright and background colours", "\x1b[91;44mx\x1b[39my\x1b[49mz", []Run{{Style{Fg: 9 + 1, Bg: 4 + 1}, "x"}, {Style{Bg: 4 + 1}, "y"}, {Style{}, "z"}}},
+		{"a 256-colour index under 16 is that colour", "\x1b[38;5;3ma\x1b[38;5;200mb", []Run{{Style{Fg: 3 + 1}, "a"}, {Style{}, "b"}}},
+		{"colon-separated index", "\x1b[48:5:12ma", []Run{{Style{Bg: 12 + 1}, "a"}}},
+		{"RGB colour is read past, not misread as bold", "\x1b[38;2;1;2;3mrgb", []Run{{Style{}, "rgb"}}},
+		{"RGB then bold in one sequence", "\x1b[38;2;1;2;3;1mb", []Run{{Style{Bold: true}, "b"}}},
+		{"22 ends bold and dim", "\x1b[1;2ma\x1b[22mb", []Run{{Style{Bold: true, Dim: true}, "a"}, {Style{}, "b"}}},
+		{"an empty SGR resets", "\x1b[4mu\x1b[mv", []Run{{Style{Underline: true}, "u"}, {Style{}, "v"}}},
+		{"a style carries over a carriage return", "\x1b[31m10%\r100%", []Run{{Style{Fg: 1 + 1}, "100%"}}},
+		{"an overwrite takes the new style", "\x1b[31mab\r\x1b[0mA", []Run{{Style{}, "A"}, {Style{Fg: 1 + 1}, "b"}}},
+		{"cursor and title sequences draw nothing", "\x1b[2K\x1b]0;t\x07\x1b[3mi", []Run{{Style{Italic: true}, "i"}}},
+		{"a truncated sequence at the end is dropped", "a\x1b[38;5", []Run{{Style{}, "a"}}},
+		{"an empty parameter is a reset, unknown ones are ignored", "\x1b[4;;99;1mb", []Run{{Style{Bold: true}, "b"}}},
+		{"private and intermediate sequences are not SGR", "\x1b[>1m\x1b[1 mx", []Run{{Style{}, "x"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rows := Rows(c.data)
+			if len(rows) != 1 {
+				t.Fatalf("Rows(%q) = %d rows, want 1", c.data, len(rows))
+			}
+			if got := rows[0].Runs(); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Rows(%q) runs = %+v, want %+v", c.data, got, c.want)
+			}
+		})
+	}
+}
+
+// TestRowsAreLines: the styled view is the scanned one, character for
+// character, whatever the bytes do.
+func TestRowsAreLines(t *testing.T) {
+	for _, data := range []string{
+		"one\r\ntwo\r\nthree",
+		"hun\x1b[31mter\x1b[0m2\n",
+		"XXXX\x1b[1mter2\rhun\n",
+		"ab\x1b[2D\x1b[32mxy\x1b[3Cz\n",
+		"secret\x1b[2K\r\x1b[44mshown\n",
+		"a\xff\xfe\x1b[1mb\n\n\ttab\x1b]0;ti\ntle\x07end",
+		"\x1b[38;5;300;1m\x1b[9999Cfar\n",
+	} {
+		lines := Lines(data)
+		rows := Rows(data)
+		if len(rows) != len(lines) {
+			t.Fatalf("Rows(%q) has %d lines, Lines %d", data, len(rows), len(lines))
+		}
+		for i := range rows {
+			if rows[i].Text() != lines[i] {
+				t.Errorf("Rows(%q)[%d] reads %q, Lines shows %q", data, i, rows[i].Text(), lines[i])
+			}
+			var runs string
+			for _, r := range rows[i].Runs() {
+				runs += r.Text
+			}
+			if runs != lines[i] {
+				t.Errorf("Rows(%q)[%d] runs read %q, Lines shows %q", data, i, runs, lines[i])
+			}
+		}
+	}
+}
+
+func TestRowEndIsWhereTheLineEnded(t *testing.T) {
+	// A newline inside a title is part of the title, not a line's end.
+	data := "one\r\n\x1b]0;a\nb\x07two\n\nthr"
+	var ends []int
+	for _, r := range Rows(data) {
+		ends = append(ends, r.End)
+	}
+	want := []int{5, 17, 18, 21}
+	if !reflect.DeepEqual(ends, want) {
+		t.Errorf("ends = %v, want %v", ends, want)
+	}
+	if got := Lines(data); !reflect.DeepEqual(got, []string{"one", "two", "", "thr"}) {
+		t.Errorf("Lines = %q", got)
+	}
+}
