@@ -104,9 +104,9 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 			return
 		}
 		defer devTx.Rollback()
-		desired, desiredErr = inspect(ctx, devTx, Managed, opts.Exclude)
+		desired, desiredErr = inspect(ctx, devTx, Managed, opts.Exclude, true)
 	}()
-	live, err := inspect(ctx, tx, Managed, opts.Exclude)
+	live, err := inspect(ctx, tx, Managed, opts.Exclude, false)
 	<-done
 	if desiredErr != nil {
 		return nil, desiredErr
@@ -130,6 +130,15 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 	plan, err := drv.PlanChanges(ctx, "ptah", changes)
 	if err != nil {
 		return nil, fmt.Errorf("plan the changes to %s: %w", Managed, err)
+	}
+	planned := 0
+	for _, c := range plan.Changes {
+		if c.Cmd != "" {
+			planned++
+		}
+	}
+	if err := checkCoverage(live, desired, planned); err != nil {
+		return nil, err
 	}
 	return &comparison{live: live, desired: desired, changes: changes, plan: plan}, nil
 }
