@@ -32,6 +32,12 @@ type Object struct {
 	// Table is the table the object belongs to, "" if none; exclusion
 	// patterns match it.
 	Table string
+	// Ident is the object's name as DDL writes it ("t_pkey" ON t), where
+	// it differs from Name.
+	Ident string
+	// Deps are the keys of the objects of the schema it depends on, from
+	// pg_depend (views: the relations they read).
+	Deps []string
 }
 
 // Key identifies an object on both sides.
@@ -60,11 +66,17 @@ func Read(ctx context.Context, q Querier, schema string, exclude []string, withS
 	var out []Object
 	for rows.Next() {
 		var o Object
-		var def sql.NullString
-		if err := rows.Scan(&o.Kind, &o.Name, &def, &o.Managed, &o.Table); err != nil {
+		var def, ident, deps sql.NullString
+		if err := rows.Scan(&o.Kind, &o.Name, &def, &o.Managed, &o.Table, &ident, &deps); err != nil {
 			return nil, fmt.Errorf("read the catalog of schema %q: %w", schema, err)
 		}
-		o.Def = def.String
+		o.Def, o.Ident = def.String, ident.String
+		if o.Ident == "" {
+			o.Ident = o.Name
+		}
+		if deps.String != "" {
+			o.Deps = strings.Split(deps.String, "\n")
+		}
 		if excluded(o, exclude) {
 			continue
 		}

@@ -5,37 +5,54 @@ import (
 	"strings"
 	"testing"
 
+	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 )
 
 // TestNoSilentConvergence puts an object of every kind atlas does not plan
-// on one side only; plan and drift must refuse, naming the kind and the
-// object, never answer with an empty plan.
+// on one side only. A kind ptah plans must converge: applied, the database
+// has the desired fingerprint and a second plan is empty. Any other kind
+// must be refused by plan and drift, naming the kind and the object, never
+// answered with an empty plan.
 func TestNoSilentConvergence(t *testing.T) {
 	e := newEngine(t)
 	base := "CREATE TABLE t (id int PRIMARY KEY, v text);\n"
 	fn := "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;\n"
 	cases := []struct {
 		name, extra, kind, object string
+		planned                   bool
 	}{
-		{"view", "CREATE VIEW tv AS SELECT id FROM t;", "view", "tv"},
-		{"materialized view", "CREATE MATERIALIZED VIEW tm AS SELECT id FROM t;", "materialized view", "tm"},
-		{"function", "CREATE FUNCTION add1(i int) RETURNS int LANGUAGE sql AS 'SELECT i + 1';", "function", "add1(i integer)"},
-		{"procedure", "CREATE PROCEDURE noop() LANGUAGE sql AS 'SELECT 1';", "procedure", "noop()"},
-		{"trigger", fn + "CREATE TRIGGER t_touch BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION touch();", "trigger", "t_touch on t"},
-		{"domain", "CREATE DOMAIN posint AS int CHECK (VALUE > 0);", "domain", "posint"},
-		{"composite type", "CREATE TYPE pair AS (a int, b int);", "composite type", "pair"},
-		{"range type", "CREATE TYPE floatrange AS RANGE (subtype = float8);", "range type", "floatrange"},
-		{"policy", "ALTER TABLE t ENABLE ROW LEVEL SECURITY; CREATE POLICY own ON t USING (v = current_user);", "policy", "own on t"},
-		{"row level security", "ALTER TABLE t ENABLE ROW LEVEL SECURITY;", "table property", "t"},
-		{"comment on a view", "CREATE VIEW tv AS SELECT id FROM t; COMMENT ON VIEW tv IS 'x';", "view", "tv"},
-		{"comment on a constraint", "COMMENT ON CONSTRAINT t_pkey ON t IS 'the key';", "comment on constraint", "on t"},
-		{"comment on the schema", "COMMENT ON SCHEMA public IS 'ours';", "comment on schema", "public"},
-		{"rule", "CREATE RULE noins AS ON INSERT TO t DO INSTEAD NOTHING;", "rule", "noins on t"},
-		{"unlogged table", "CREATE UNLOGGED TABLE u (id int);", "table property", "u"},
-		{"another schema", "CREATE SCHEMA app; CREATE TABLE app.x (id int);", "schema", "app"},
+		{"view", "CREATE VIEW tv AS SELECT id FROM t;", "view", "tv", true},
+		{"materialized view", "CREATE MATERIALIZED VIEW tm AS SELECT id FROM t;", "materialized view", "tm", true},
+		{"function", "CREATE FUNCTION add1(i int) RETURNS int LANGUAGE sql AS 'SELECT i + 1';", "function", "add1(i integer)", true},
+		{"procedure", "CREATE PROCEDURE noop() LANGUAGE sql AS 'SELECT 1';", "procedure", "noop()", true},
+		{"trigger", fn + "CREATE TRIGGER t_touch BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION touch();", "trigger", "t_touch on t", true},
+		{"domain", "CREATE DOMAIN posint AS int CHECK (VALUE > 0);", "domain", "posint", true},
+		{"composite type", "CREATE TYPE pair AS (a int, b int);", "composite type", "pair", true},
+		{"range type", "CREATE TYPE floatrange AS RANGE (subtype = float8);", "range type", "floatrange", false},
+		{"policy", "ALTER TABLE t ENABLE ROW LEVEL SECURITY; CREATE POLICY own ON t USING (v = current_user);", "policy", "own on t", true},
+		{"row level security", "ALTER TABLE t ENABLE ROW LEVEL SECURITY;", "row level security", "t", true},
+		{"comment on a view", "CREATE VIEW tv AS SELECT id FROM t; COMMENT ON VIEW tv IS 'x';", "view", "tv", true},
+		{"comment on a constraint", "COMMENT ON CONSTRAINT t_pkey ON t IS 'the key';", "comment on constraint", "on t", true},
+		{"comment on the schema", "COMMENT ON SCHEMA public IS 'ours';", "comment on schema", "public", true},
+		{"rule", "CREATE RULE noins AS ON INSERT TO t DO INSTEAD NOTHING;", "rule", "noins on t", false},
+		{"unlogged table", "CREATE UNLOGGED TABLE u (id int);", "table property", "u", false},
+		{"another schema", "CREATE SCHEMA app; CREATE TABLE app.x (id int);", "schema", "app", false},
 	}
 	for _, c := range cases {
+		if c.planned {
+			t.Run(c.name+" only desired is planned", func(t *testing.T) {
+				db, _ := e.db(t)
+				exec(t, db, base)
+				converges(t, e, db, base+c.extra)
+			})
+			t.Run(c.name+" only in the database is planned", func(t *testing.T) {
+				db, _ := e.db(t)
+				exec(t, db, base+c.extra)
+				converges(t, e, db, base)
+			})
+			continue
+		}
 		t.Run(c.name+" only desired", func(t *testing.T) {
 			db, _ := e.db(t)
 			exec(t, db, base)
@@ -54,11 +71,21 @@ func TestNoSilentConvergence(t *testing.T) {
 			wantNamed(t, err, c.kind, c.object)
 		})
 	}
-	t.Run("defined differently", func(t *testing.T) {
+	t.Run("a view defined differently, with a view reading it", func(t *testing.T) {
 		db, _ := e.db(t)
-		exec(t, db, base+"CREATE VIEW tv AS SELECT id FROM t;")
-		_, err := ComputePlan(context.Background(), db, files(base+"CREATE VIEW tv AS SELECT id, v FROM t;"), e.o(Options{}))
-		wantNamed(t, err, "view", "tv")
+		exec(t, db, base+"CREATE VIEW tv AS SELECT id FROM t; CREATE VIEW tw AS SELECT * FROM tv; COMMENT ON VIEW tw IS 'kept';")
+		converges(t, e, db, base+"CREATE VIEW tv AS SELECT id, v FROM t; CREATE VIEW tw AS SELECT * FROM tv; COMMENT ON VIEW tw IS 'kept';")
+	})
+	t.Run("a column a view reads changes type", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE VIEW tv AS SELECT id, v FROM t;")
+		converges(t, e, db, "CREATE TABLE t (id bigint PRIMARY KEY, v text); CREATE VIEW tv AS SELECT id, v FROM t;")
+	})
+	t.Run("a domain defined differently is refused", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE DOMAIN posint AS int CHECK (VALUE > 0);")
+		_, err := ComputePlan(context.Background(), db, files(base+"CREATE DOMAIN posint AS int CHECK (VALUE > 1);"), e.o(Options{}))
+		wantNamed(t, err, "domain", "posint")
 	})
 	t.Run("the same on both sides is checked and in sync", func(t *testing.T) {
 		db, _ := e.db(t)
@@ -75,6 +102,24 @@ func TestNoSilentConvergence(t *testing.T) {
 		_, err := ComputePlan(context.Background(), db, files("CREATE TABLE s (id int GENERATED BY DEFAULT AS IDENTITY (CACHE 10) PRIMARY KEY);"), e.o(Options{}))
 		wantNamed(t, err, "column", "s.id")
 	})
+}
+
+// converges plans db to desired, applies the plan and checks the result is
+// the desired state: the fingerprint the plan promised and an empty second
+// plan.
+func converges(t *testing.T, e *engine, db *database.DB, desired string) {
+	t.Helper()
+	p := mustPlan(t, db, files(desired), e.o(Options{}))
+	if len(p.Statements) == 0 {
+		t.Fatal("want statements, got an empty plan")
+	}
+	res := mustApply(t, db, p, ApplyOptions{AllowDestructive: true})
+	if !res.Applied || !res.Converged {
+		t.Fatalf("applied %+v; plan %+v", res, p.Statements)
+	}
+	if again := mustPlan(t, db, files(desired), e.o(Options{})); len(again.Statements) != 0 {
+		t.Fatalf("second plan not empty: %+v", again.Statements)
+	}
 }
 
 // wantNamed checks err is a coverage refusal naming kind and object.

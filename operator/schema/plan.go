@@ -18,6 +18,7 @@ import (
 
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"
+	"ptah.run/operator/operator/pgcatalog"
 	"ptah.run/operator/operator/report"
 )
 
@@ -70,6 +71,10 @@ type comparison struct {
 	live, desired *state
 	changes       []sqlschema.Change
 	plan          *migrate.Plan
+	// objects is the statements for what atlas does not manage, and
+	// objectDiffs the differences they correct.
+	objects     pgcatalog.Planned
+	objectDiffs []pgcatalog.Difference
 }
 
 // compare loads the desired SQL into a fresh database of the dev server,
@@ -137,10 +142,11 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 			planned++
 		}
 	}
-	if err := checkCoverage(live, desired, planned); err != nil {
+	objects, objectDiffs, err := planObjects(live, desired, changes, planned)
+	if err != nil {
 		return nil, err
 	}
-	return &comparison{live: live, desired: desired, changes: changes, plan: plan}, nil
+	return &comparison{live: live, desired: desired, changes: changes, plan: plan, objects: objects, objectDiffs: objectDiffs}, nil
 }
 
 // splitTableChanges gives each part of a table modification its own change,
@@ -182,6 +188,9 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if p.Exclude == nil {
 		p.Exclude = []string{}
 	}
+	for _, s := range cmp.objects.Before {
+		p.Statements = append(p.Statements, Statement{SQL: s.SQL, Severity: Safe, Reason: s.Reason})
+	}
 	for _, c := range cmp.plan.Changes {
 		sev, reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
@@ -192,6 +201,9 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: sev, Reason: reason})
 		}
 		p.Destructive = p.Destructive || sev == Destructive
+	}
+	for _, s := range cmp.objects.After {
+		p.Statements = append(p.Statements, Statement{SQL: s.SQL, Severity: Safe, Reason: s.Reason})
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err

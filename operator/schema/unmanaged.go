@@ -4,16 +4,20 @@ import (
 	"fmt"
 	"strings"
 
+	sqlschema "ariga.io/atlas/sql/schema"
+
 	"ptah.run/operator/operator/pgcatalog"
 	"ptah.run/operator/operator/report"
 )
 
-// checkCoverage refuses a comparison whose plan would leave a difference
-// unseen: an object of a kind ptah does not plan that is not the same on both
-// sides (report.UnmanagedObject), or, when the plan is empty, any catalog
-// difference atlas did not turn into a statement (report.UnplannedDifference).
-// Objects printed the same on both sides are checked and need nothing.
-func checkCoverage(live, desired *state, planned int) error {
+// planObjects plans the objects atlas does not manage (pgcatalog) around
+// atlas's changes, and refuses a comparison whose plan would leave a
+// difference unseen: an object of a kind ptah does not plan that is not the
+// same on both sides (report.UnmanagedObject), or, when the plan is empty,
+// any catalog difference atlas did not turn into a statement
+// (report.UnplannedDifference). Objects printed the same on both sides are
+// checked and need nothing.
+func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned int) (pgcatalog.Planned, []pgcatalog.Difference, error) {
 	var unmanaged, missed []pgcatalog.Difference
 	for _, d := range pgcatalog.Diff(live.objects, desired.objects) {
 		if d.Object().Managed {
@@ -22,14 +26,54 @@ func checkCoverage(live, desired *state, planned int) error {
 			unmanaged = append(unmanaged, d)
 		}
 	}
-	if len(unmanaged) > 0 {
-		return report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way", kinds(unmanaged), listDiffs(unmanaged))
+	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, rewrittenTables(changes))
+	if len(p.Refused) > 0 {
+		return p, nil, report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way", kinds(p.Refused), listDiffs(p.Refused))
 	}
-	if planned == 0 && len(missed) > 0 {
-		return report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan: %s; no plan was written (an empty plan would claim they are in sync)", listDiffs(missed))
+	if atlasPlanned+p.Len() == 0 && len(missed) > 0 {
+		return p, nil, report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan: %s; no plan was written (an empty plan would claim they are in sync)", listDiffs(missed))
 	}
-	return nil
+	return p, unmanaged, nil
 }
+
+// rewrittenTables names the tables atlas drops or changes columns of:
+// PostgreSQL refuses that while a view reads them.
+func rewrittenTables(changes []sqlschema.Change) []string {
+	var out []string
+	for _, c := range changes {
+		switch c := c.(type) {
+		case *sqlschema.DropTable:
+			out = append(out, quoteIdent(c.T.Name))
+		case *sqlschema.ModifyTable:
+			for _, sub := range c.Changes {
+				switch sub.(type) {
+				case *sqlschema.ModifyColumn, *sqlschema.DropColumn, *sqlschema.RenameColumn:
+					out = append(out, quoteIdent(c.T.Name))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// quoteIdent quotes a name the way quote_ident does, to match catalog keys.
+func quoteIdent(s string) string {
+	plain := s != ""
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && (r >= '0' && r <= '9' || r == '$')) {
+			plain = false
+		}
+	}
+	if plain && !reserved[s] {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// reserved holds the commonest words quote_ident quotes; a miss only
+// recreates a view that needed no recreating, or leaves PostgreSQL to
+// refuse the change.
+var reserved = map[string]bool{"user": true, "order": true, "group": true, "table": true, "select": true, "from": true, "where": true, "check": true, "default": true, "primary": true, "references": true, "column": true, "constraint": true, "end": true, "limit": true, "offset": true, "to": true, "when": true}
 
 func kinds(ds []pgcatalog.Difference) string {
 	seen := map[string]bool{}
