@@ -13,6 +13,7 @@ type Step struct {
 	// Drops is true when the statement removes an object (no table data).
 	Drops bool
 	kind  string
+	name  string
 }
 
 // Planned is the statements that take the objects atlas does not manage
@@ -184,7 +185,57 @@ func sortSteps(s []Step) []Step {
 		return r
 	}
 	sort.SliceStable(s, func(i, j int) bool { return rank(s[i]) < rank(s[j]) })
-	return s
+	return mentionsFirst(s)
+}
+
+// mentionsFirst moves a created type, domain or routine before a creation
+// that names it (a domain's check calling a function, a function taking a
+// domain), as far as the names tell.
+func mentionsFirst(s []Step) []Step {
+	out := make([]Step, 0, len(s))
+	placed := make([]bool, len(s))
+	var place func(i int, seen map[int]bool)
+	place = func(i int, seen map[int]bool) {
+		if placed[i] || seen[i] {
+			return
+		}
+		seen[i] = true
+		for j := range s {
+			if j != i && !s[j].Drops && !s[i].Drops && s[j].name != "" && createsBefore(s[j].kind) && mentions(s[i].SQL, s[j].name) {
+				place(j, seen)
+			}
+		}
+		placed[i] = true
+		out = append(out, s[i])
+	}
+	for i := range s {
+		place(i, map[int]bool{})
+	}
+	return out
+}
+
+// mentions says whether sql names name (a routine by its name alone) as a
+// word of its own.
+func mentions(sql, name string) bool {
+	name, _, _ = strings.Cut(name, "(")
+	for i := strings.Index(sql, name); i >= 0; {
+		end := i + len(name)
+		before := i == 0 || !isWord(sql[i-1])
+		after := end >= len(sql) || !isWord(sql[end])
+		if before && after {
+			return true
+		}
+		next := strings.Index(sql[i+1:], name)
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+func isWord(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 func index(objs []Object) map[string]*Object {
@@ -303,7 +354,7 @@ func create(o Object, replace bool) Step {
 	case "policy":
 		q = "CREATE POLICY " + o.Ident + " " + def
 	}
-	return Step{SQL: q, Reason: reason, kind: o.Kind}
+	return Step{SQL: q, Reason: reason, kind: o.Kind, name: o.Ident}
 }
 
 func drop(o Object) Step {

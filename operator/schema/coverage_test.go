@@ -28,6 +28,7 @@ func TestNoSilentConvergence(t *testing.T) {
 		{"procedure", "CREATE PROCEDURE noop() LANGUAGE sql AS 'SELECT 1';", "procedure", "noop()", true},
 		{"trigger", fn + "CREATE TRIGGER t_touch BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION touch();", "trigger", "t_touch on t", true},
 		{"domain", "CREATE DOMAIN posint AS int CHECK (VALUE > 0);", "domain", "posint", true},
+		{"domain checked by a function", "CREATE FUNCTION is_pos(i int) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT i > 0'; CREATE DOMAIN posint AS int CHECK (is_pos(VALUE));", "domain", "posint", true},
 		{"composite type", "CREATE TYPE pair AS (a int, b int);", "composite type", "pair", true},
 		{"range type", "CREATE TYPE floatrange AS RANGE (subtype = float8);", "range type", "floatrange", false},
 		{"policy", "ALTER TABLE t ENABLE ROW LEVEL SECURITY; CREATE POLICY own ON t USING (v = current_user);", "policy", "own on t", true},
