@@ -38,6 +38,9 @@ type Object struct {
 	// Deps are the keys of the objects of the schema it depends on, from
 	// pg_depend (views: the relations they read).
 	Deps []string
+	// Parts are a domain's properties, one a line ("base=integer",
+	// "default=0", "notnull=", "check=name CHECK (...)"), for ALTER DOMAIN.
+	Parts []string
 }
 
 // Key identifies an object on both sides.
@@ -75,7 +78,11 @@ func Read(ctx context.Context, q Querier, schema string, exclude []string, withS
 			o.Ident = o.Name
 		}
 		if deps.String != "" {
-			o.Deps = strings.Split(deps.String, "\n")
+			if o.Kind == "domain" {
+				o.Parts = strings.Split(deps.String, "\n")
+			} else {
+				o.Deps = strings.Split(deps.String, "\n")
+			}
 		}
 		if excluded(o, exclude) {
 			continue

@@ -120,9 +120,19 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 			}
 			comments = append(comments, s)
 		default:
-			if !plannable(o.Kind) || (o.Kind == "domain" || o.Kind == "composite type") && d.Live != nil && d.Desired != nil {
-				// A changed domain or type is in use by columns; ALTER
-				// DOMAIN/TYPE is not planned yet.
+			if o.Kind == "domain" && d.Live != nil && d.Desired != nil {
+				// Columns use it: change it in place.
+				steps, ok := alterDomain(*d.Live, *d.Desired)
+				if !ok {
+					p.Refused = append(p.Refused, d)
+					continue
+				}
+				p.Before = append(p.Before, steps...)
+				continue
+			}
+			if !plannable(o.Kind) || o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
+				// A changed type is in use by columns; ALTER TYPE is not
+				// planned yet.
 				p.Refused = append(p.Refused, d)
 				continue
 			}
@@ -422,4 +432,74 @@ func commentStep(d Difference) (Step, bool) {
 
 func quoteLiteral(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// alterDomain changes domain live into desired with ALTER DOMAIN, false
+// when the base type or collation differs (that needs the columns changed).
+func alterDomain(live, desired Object) ([]Step, bool) {
+	part := func(o Object, key string) (string, bool) {
+		for _, p := range o.Parts {
+			if v, ok := strings.CutPrefix(p, key+"="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	checks := func(o Object) map[string]string {
+		m := map[string]string{}
+		for _, p := range o.Parts {
+			if v, ok := strings.CutPrefix(p, "check="); ok {
+				name, def, _ := strings.Cut(v, " ")
+				m[name] = def
+			}
+		}
+		return m
+	}
+	lb, _ := part(live, "base")
+	db, _ := part(desired, "base")
+	if lb != db || lb == "" {
+		return nil, false
+	}
+	name := desired.Ident
+	var steps []Step
+	add := func(q, why string) {
+		steps = append(steps, Step{SQL: "ALTER DOMAIN " + name + " " + q, Reason: why + " of domain " + desired.Name, kind: "domain", name: name})
+	}
+	ld, lhas := part(live, "default")
+	dd, dhas := part(desired, "default")
+	switch {
+	case dhas && (!lhas || ld != dd):
+		add("SET DEFAULT "+dd, "sets the default")
+	case lhas && !dhas:
+		add("DROP DEFAULT", "drops the default")
+	}
+	_, lnn := part(live, "notnull")
+	_, dnn := part(desired, "notnull")
+	switch {
+	case dnn && !lnn:
+		add("SET NOT NULL", "sets NOT NULL (fails if a column of the domain holds NULL)")
+	case lnn && !dnn:
+		add("DROP NOT NULL", "drops NOT NULL")
+	}
+	lc, dc := checks(live), checks(desired)
+	for _, n := range sortedKeys(lc) {
+		if dc[n] != lc[n] {
+			add("DROP CONSTRAINT "+n, "drops check "+n)
+		}
+	}
+	for _, n := range sortedKeys(dc) {
+		if lc[n] != dc[n] {
+			add("ADD CONSTRAINT "+n+" "+dc[n], "adds check "+n+" (fails if a stored value breaks it)")
+		}
+	}
+	return steps, true
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

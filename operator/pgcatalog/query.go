@@ -151,7 +151,12 @@ SELECT CASE t.typtype WHEN 'e' THEN 'enum' WHEN 'd' THEN 'domain' WHEN 'c' THEN 
          WHEN 'r' THEN (SELECT 'subtype=' || format_type(rngsubtype, NULL) || coalesce(' subtype_diff=' || nullif(rngsubdiff::regproc::text, '-'), '')
                         || coalesce(' canonical=' || nullif(rngcanonical::regproc::text, '-'), '') FROM pg_range WHERE rngtypid = t.oid)
          ELSE 'typtype=' || t.typtype::text END,
-       t.typtype = 'e', '', NULL::text, NULL::text
+       t.typtype = 'e', '', NULL::text,
+       CASE WHEN t.typtype = 'd' THEN concat_ws(E'\n',
+         'base=' || format_type(t.typbasetype, t.typtypmod) || coalesce(' COLLATE ' || (SELECT quote_ident(collname) FROM pg_collation WHERE oid = t.typcollation AND t.typcollation <> 100), ''),
+         'default=' || t.typdefault,
+         CASE WHEN t.typnotnull THEN 'notnull=' END,
+         (SELECT string_agg('check=' || quote_ident(k.conname) || ' ' || pg_get_constraintdef(k.oid), E'\n' ORDER BY k.conname) FROM pg_constraint k WHERE k.contypid = t.oid)) END
 FROM pg_type t JOIN ns n ON n.oid = t.typnamespace
 WHERE t.typtype IN ('e', 'd', 'c', 'r', 'b')
   AND (t.typtype <> 'c' OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')

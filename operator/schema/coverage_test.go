@@ -82,10 +82,15 @@ func TestNoSilentConvergence(t *testing.T) {
 		exec(t, db, base+"CREATE VIEW tv AS SELECT id, v FROM t;")
 		converges(t, e, db, "CREATE TABLE t (id bigint PRIMARY KEY, v text); CREATE VIEW tv AS SELECT id, v FROM t;")
 	})
-	t.Run("a domain defined differently is refused", func(t *testing.T) {
+	t.Run("a domain in use changes in place", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE DOMAIN posint AS int CHECK (VALUE > 0); CREATE TABLE u (n posint);")
+		converges(t, e, db, base+"CREATE DOMAIN posint AS int DEFAULT 1 CONSTRAINT big CHECK (VALUE > 1); CREATE TABLE u (n posint);")
+	})
+	t.Run("a domain of another base type is refused", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, base+"CREATE DOMAIN posint AS int CHECK (VALUE > 0);")
-		_, err := ComputePlan(context.Background(), db, files(base+"CREATE DOMAIN posint AS int CHECK (VALUE > 1);"), e.o(Options{}))
+		_, err := ComputePlan(context.Background(), db, files(base+"CREATE DOMAIN posint AS bigint CHECK (VALUE > 0);"), e.o(Options{}))
 		wantNamed(t, err, "domain", "posint")
 	})
 	t.Run("the same on both sides is checked and in sync", func(t *testing.T) {
