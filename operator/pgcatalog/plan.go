@@ -137,9 +137,10 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 				continue
 			}
 			goneWithView := d.Live != nil && len(d.Live.Deps) == 1 && o.Kind == "index on materialized view" && recreated[d.Live.Deps[0]]
-			if d.Live != nil && !(isRoutine(o.Kind) && d.Desired != nil) && !goneWithView {
+			replaceable := isRoutine(o.Kind) && d.Live != nil && d.Desired != nil && returns(d.Live.Def) == returns(d.Desired.Def)
+			if d.Live != nil && !replaceable && !goneWithView {
 				s := drop(*d.Live)
-				if dropsBefore(o.Kind) {
+				if dropsBefore(o.Kind) || d.Desired != nil && createsBefore(o.Kind) {
 					p.Before = append(p.Before, s)
 				} else {
 					p.After = append(p.After, s)
@@ -181,6 +182,17 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 
 // sortSteps puts drops first, dependents before what they use, then
 // creations, what is used before its users.
+// returns is a routine definition's RETURNS line: CREATE OR REPLACE cannot
+// change it.
+func returns(def string) string {
+	for _, l := range strings.Split(def, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "RETURNS ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
 func sortSteps(s []Step) []Step {
 	rank := func(x Step) int {
 		r := len(createOrder)

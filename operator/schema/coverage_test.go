@@ -87,6 +87,11 @@ func TestNoSilentConvergence(t *testing.T) {
 		exec(t, db, base+"CREATE DOMAIN posint AS int CHECK (VALUE > 0); CREATE TABLE u (n posint);")
 		converges(t, e, db, base+"CREATE DOMAIN posint AS int DEFAULT 1 CONSTRAINT big CHECK (VALUE > 1); CREATE TABLE u (n posint);")
 	})
+	t.Run("a function's return type changes", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1';")
+		converges(t, e, db, base+"CREATE FUNCTION f() RETURNS bigint LANGUAGE sql AS 'SELECT 1';")
+	})
 	t.Run("a domain of another base type is refused", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, base+"CREATE DOMAIN posint AS int CHECK (VALUE > 0);")
