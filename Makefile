@@ -104,6 +104,12 @@ unit: site-deps
 	$(GO) test -count=1 -v -run 'Test(APIServer|Postgres|Registry)' ./acceptance/testenv/ | grep -E 'testenv:|^(--- |ok|FAIL|PASS)'
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /acceptance/testenv$$)
 
+.PHONY: peer-schemas
+## peer-schemas: run the sqldef PostgreSQL suite from ../shared/peer-schemas (skipped with a message when absent):
+## pass, converged, equal and errors, then the failures by cause (MATCH=regex for a subset)
+peer-schemas:
+	@./acceptance/peerschemas/run.sh
+
 SITE_ADDR ?= 127.0.0.1:8080
 .PHONY: site demo-serve
 ## site: build the replay site from the recording into site/public

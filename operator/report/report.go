@@ -53,6 +53,13 @@ const (
 	PolicyRefused Code = "policy_refused"
 	// ProtectedTable: the plan would touch a protected table.
 	ProtectedTable Code = "protected_table"
+	// UnmanagedObject: the database or the desired schema holds an object of
+	// a kind ptah does not plan (the message names the kind and the object)
+	// that is not the same on both sides.
+	UnmanagedObject Code = "unmanaged_object"
+	// UnplannedDifference: the two sides differ in a way ptah has no
+	// statement for; an empty plan would claim they are in sync.
+	UnplannedDifference Code = "unplanned_difference"
 	// StalePlan: the database is no longer in the state the plan was computed from.
 	StalePlan Code = "stale_plan"
 	// PlanInvalid: the plan file does not match its own digest.

@@ -44,7 +44,7 @@ func Apply(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptions) (*A
 	if err := database.LockTx(ctx, tx, db.Target, opts.LockTimeout); err != nil {
 		return nil, err
 	}
-	live, err := inspect(ctx, tx, p.Schema, p.Exclude)
+	live, err := inspect(ctx, tx, p.Schema, p.Exclude, false)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +63,7 @@ func Apply(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptions) (*A
 			return nil, e
 		}
 	}
-	after, err := inspect(ctx, tx, p.Schema, p.Exclude)
+	after, err := inspect(ctx, tx, p.Schema, p.Exclude, false)
 	if err != nil {
 		return nil, err
 	}

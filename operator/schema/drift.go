@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"sort"
+	"strings"
 
 	"ptah.run/operator/operator/database"
 )
@@ -49,6 +50,24 @@ func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 			if withObjects {
 				d.Objects = append(d.Objects, DriftObject{Category: v.category, Object: v.object, Severity: v.severity, Reason: v.reason})
 			}
+		}
+	}
+	for _, od := range cmp.objectDiffs {
+		o := od.Object()
+		cat := strings.ReplaceAll(o.Kind, " ", "_") + "_changed"
+		switch {
+		case od.Live == nil:
+			cat = strings.ReplaceAll(o.Kind, " ", "_") + "_missing"
+		case od.Desired == nil:
+			cat = strings.ReplaceAll(o.Kind, " ", "_") + "_unexpected"
+		}
+		d.Changes++
+		d.Categories[cat]++
+		if d.HighestSeverity == "" {
+			d.HighestSeverity = Safe
+		}
+		if withObjects {
+			d.Objects = append(d.Objects, DriftObject{Category: cat, Object: o.String(), Severity: Safe, Reason: od.Describe()})
 		}
 	}
 	sort.SliceStable(d.Objects, func(i, j int) bool { return d.Objects[i].Object < d.Objects[j].Object })

@@ -9,6 +9,8 @@ import (
 
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
+
+	"ptah.run/operator/operator/pgcatalog"
 )
 
 // Managed is the schema ptah keeps; the desired SQL describes its contents.
@@ -17,14 +19,19 @@ const Managed = "public"
 // state is one side of a diff: a schema as atlas inspected it, named
 // Managed whatever it was inspected as, and its fingerprint.
 type state struct {
-	schema      *sqlschema.Schema
+	schema *sqlschema.Schema
+	// objects is the whole catalog of the schema as PostgreSQL prints it,
+	// what atlas manages included.
+	objects     []pgcatalog.Object
 	fingerprint string
 }
 
 // inspect reads schema name through tx with search_path set to it, so that
 // expressions (defaults, checks) print the same for the live schema and for
 // the dev database's copy. exclude holds atlas glob patterns of objects to ignore.
-func inspect(ctx context.Context, tx *sql.Tx, name string, exclude []string) (*state, error) {
+// desired also reads the schemas other than name, which the desired SQL may
+// not declare since ptah would not keep them.
+func inspect(ctx context.Context, tx *sql.Tx, name string, exclude []string, desired bool) (*state, error) {
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL search_path TO %q", name)); err != nil {
 		return nil, fmt.Errorf("set search_path for inspection: %w", err)
 	}
@@ -39,20 +46,31 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, exclude []string) (*s
 	// Schema-level attributes (public's stock comment) are not part of the
 	// desired SQL.
 	s.Name, s.Attrs = Managed, nil
-	fp, err := fingerprint(s)
+	objects, err := pgcatalog.Read(ctx, tx, name, exclude, desired)
 	if err != nil {
 		return nil, err
 	}
-	return &state{schema: s, fingerprint: fp}, nil
+	fp, err := fingerprint(s, objects)
+	if err != nil {
+		return nil, err
+	}
+	return &state{schema: s, objects: objects, fingerprint: fp}, nil
 }
 
 // fingerprint digests atlas's HCL rendering of s, which is ordered and holds
-// every inspected property, so equal schemas give equal fingerprints.
-func fingerprint(s *sqlschema.Schema) (string, error) {
+// every inspected property, and of the catalog as PostgreSQL prints it, so
+// equal schemas give equal fingerprints and a change atlas does not see
+// (a view, a trigger) changes the fingerprint too.
+func fingerprint(s *sqlschema.Schema, objects []pgcatalog.Object) (string, error) {
 	b, err := postgres.MarshalHCL(s)
 	if err != nil {
 		return "", fmt.Errorf("render schema %q for its fingerprint: %w", s.Name, err)
 	}
-	sum := sha256.Sum256(b)
+	h := sha256.New()
+	h.Write(b)
+	for _, o := range objects {
+		fmt.Fprintf(h, "\x00%s\x00%s\x00%s", o.Kind, o.Name, o.Def)
+	}
+	sum := h.Sum(nil)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"
+	"ptah.run/operator/operator/pgcatalog"
 	"ptah.run/operator/operator/report"
 )
 
@@ -70,6 +71,10 @@ type comparison struct {
 	live, desired *state
 	changes       []sqlschema.Change
 	plan          *migrate.Plan
+	// objects is the statements for what atlas does not manage, and
+	// objectDiffs the differences they correct.
+	objects     pgcatalog.Planned
+	objectDiffs []pgcatalog.Difference
 }
 
 // compare loads the desired SQL into a fresh database of the dev server,
@@ -104,9 +109,9 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 			return
 		}
 		defer devTx.Rollback()
-		desired, desiredErr = inspect(ctx, devTx, Managed, opts.Exclude)
+		desired, desiredErr = inspect(ctx, devTx, Managed, opts.Exclude, true)
 	}()
-	live, err := inspect(ctx, tx, Managed, opts.Exclude)
+	live, err := inspect(ctx, tx, Managed, opts.Exclude, false)
 	<-done
 	if desiredErr != nil {
 		return nil, desiredErr
@@ -131,7 +136,17 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 	if err != nil {
 		return nil, fmt.Errorf("plan the changes to %s: %w", Managed, err)
 	}
-	return &comparison{live: live, desired: desired, changes: changes, plan: plan}, nil
+	planned := 0
+	for _, c := range plan.Changes {
+		if c.Cmd != "" {
+			planned++
+		}
+	}
+	objects, objectDiffs, err := planObjects(live, desired, changes, planned)
+	if err != nil {
+		return nil, err
+	}
+	return &comparison{live: live, desired: desired, changes: changes, plan: plan, objects: objects, objectDiffs: objectDiffs}, nil
 }
 
 // splitTableChanges gives each part of a table modification its own change,
@@ -173,6 +188,9 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if p.Exclude == nil {
 		p.Exclude = []string{}
 	}
+	for _, s := range cmp.objects.Before {
+		p.Statements = append(p.Statements, Statement{SQL: s.SQL, Severity: Safe, Reason: s.Reason})
+	}
 	for _, c := range cmp.plan.Changes {
 		sev, reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
@@ -183,6 +201,9 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: sev, Reason: reason})
 		}
 		p.Destructive = p.Destructive || sev == Destructive
+	}
+	for _, s := range cmp.objects.After {
+		p.Statements = append(p.Statements, Statement{SQL: s.SQL, Severity: Safe, Reason: s.Reason})
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err

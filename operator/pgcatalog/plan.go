@@ -1,0 +1,517 @@
+package pgcatalog
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Step is one statement this package plans, with why.
+type Step struct {
+	SQL    string
+	Reason string
+	// Drops is true when the statement removes an object (no table data).
+	Drops bool
+	kind  string
+	name  string
+}
+
+// Planned is the statements that take the objects atlas does not manage
+// from live to desired, split around atlas's own statements: Before runs
+// first (drops of what depends on tables, creation of what tables use),
+// After runs last (views, triggers, policies, comments). Refused lists the
+// differences no statement here covers; the caller refuses the plan.
+type Planned struct {
+	Before, After []Step
+	Refused       []Difference
+}
+
+// Len is the number of statements planned.
+func (p Planned) Len() int { return len(p.Before) + len(p.After) }
+
+// plannable kinds, in the order their statements are created.
+var createOrder = []string{
+	"extension", "domain", "composite type", "function", "procedure",
+	"view", "materialized view", "index on materialized view", "trigger", "row level security",
+	"forced row level security", "policy", "statistics",
+}
+
+// Plan plans diffs (from Diff over live and desired). rewritten names the
+// tables atlas alters or drops: views reading them are dropped before and
+// created again after, since PostgreSQL refuses to change a column a view
+// uses.
+func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planned {
+	var p Planned
+	liveBy, desiredBy := index(live), index(desired)
+	// The views to drop: those changed or gone, those reading a rewritten
+	// table, and, transitively, every view reading one of them.
+	dropView := map[string]bool{}
+	for _, d := range diffs {
+		if d.Live != nil && isView(d.Live.Kind) {
+			dropView[d.Live.Key()] = true
+		}
+	}
+	for _, t := range rewritten {
+		for _, o := range live {
+			if isView(o.Kind) && contains(o.Deps, "table "+t) {
+				dropView[o.Key()] = true
+			}
+		}
+	}
+	for changed := true; changed; {
+		changed = false
+		for _, o := range live {
+			if !isView(o.Kind) || dropView[o.Key()] {
+				continue
+			}
+			for _, dep := range o.Deps {
+				if dropView[dep] {
+					dropView[o.Key()], changed = true, true
+					break
+				}
+			}
+		}
+	}
+	createView := map[string]bool{}
+	for k := range dropView {
+		if desiredBy[k] != nil {
+			createView[k] = true
+		}
+	}
+	recreated := map[string]bool{}
+	for k := range dropView {
+		recreated[k] = true
+	}
+	diffByKey := map[string]Difference{}
+	for _, d := range diffs {
+		diffByKey[d.Object().Key()] = d
+	}
+	// Comments and indexes of a recreated view are lost with it; make them
+	// again.
+	for _, o := range desired {
+		if o.Kind == "index on materialized view" && len(o.Deps) == 1 && recreated[o.Deps[0]] {
+			if _, differs := diffByKey[o.Key()]; !differs {
+				diffs = append(diffs, Difference{Desired: &o})
+			}
+			continue
+		}
+		if target, ok := commentTarget(o); ok && recreated[target] {
+			if _, differs := diffByKey[o.Key()]; !differs {
+				diffs = append(diffs, Difference{Desired: &o})
+			}
+		}
+	}
+	var comments []Step
+	for _, d := range diffs {
+		o := d.Object()
+		switch {
+		case isView(o.Kind):
+			if d.Desired != nil {
+				createView[o.Key()] = true
+			}
+		case strings.HasPrefix(o.Kind, "comment on "):
+			if d.Desired == nil && !commentedExists(o, desired) {
+				continue // gone with its object
+			}
+			s, ok := commentStep(d)
+			if !ok {
+				p.Refused = append(p.Refused, d)
+				continue
+			}
+			comments = append(comments, s)
+		default:
+			if o.Kind == "domain" && d.Live != nil && d.Desired != nil {
+				// Columns use it: change it in place.
+				steps, ok := alterDomain(*d.Live, *d.Desired)
+				if !ok {
+					p.Refused = append(p.Refused, d)
+					continue
+				}
+				p.Before = append(p.Before, steps...)
+				continue
+			}
+			if !plannable(o.Kind) || o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
+				// A changed type is in use by columns; ALTER TYPE is not
+				// planned yet.
+				p.Refused = append(p.Refused, d)
+				continue
+			}
+			goneWithView := d.Live != nil && len(d.Live.Deps) == 1 && o.Kind == "index on materialized view" && recreated[d.Live.Deps[0]]
+			replaceable := isRoutine(o.Kind) && d.Live != nil && d.Desired != nil && returns(d.Live.Def) == returns(d.Desired.Def)
+			if d.Live != nil && !replaceable && !goneWithView {
+				s := drop(*d.Live)
+				if dropsBefore(o.Kind) || d.Desired != nil && createsBefore(o.Kind) {
+					p.Before = append(p.Before, s)
+				} else {
+					p.After = append(p.After, s)
+				}
+			}
+			if d.Desired != nil {
+				s := create(*d.Desired, d.Live != nil)
+				if createsBefore(o.Kind) {
+					p.Before = append(p.Before, s)
+				} else {
+					p.After = append(p.After, s)
+				}
+			}
+		}
+	}
+	// Views: drop the dependents first, create the dependencies first.
+	var drops []Step
+	for _, k := range topo(keys(dropView), liveBy, true) {
+		drops = append(drops, drop(*liveBy[k]))
+	}
+	var creates []Step
+	for _, k := range topo(keys(createView), desiredBy, false) {
+		creates = append(creates, create(*desiredBy[k], false))
+	}
+	p.Before = append(drops, sortSteps(p.Before)...)
+	p.After = append(append(creates, sortSteps(p.After)...), comments...)
+	if fn := p.Before; len(fn) > 0 {
+		for _, s := range fn {
+			if strings.HasPrefix(s.SQL, "CREATE OR REPLACE FUNCTION") || strings.HasPrefix(s.SQL, "CREATE OR REPLACE PROCEDURE") {
+				// Routine bodies may name tables atlas creates later in the
+				// plan; pg_dump loads them the same way.
+				p.Before = append([]Step{{SQL: "SET LOCAL check_function_bodies = off", Reason: "lets functions name tables created later in this plan"}}, p.Before...)
+				break
+			}
+		}
+	}
+	return p
+}
+
+// sortSteps puts drops first, dependents before what they use, then
+// creations, what is used before its users.
+// returns is a routine definition's RETURNS line: CREATE OR REPLACE cannot
+// change it.
+func returns(def string) string {
+	for _, l := range strings.Split(def, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "RETURNS ") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return ""
+}
+
+func sortSteps(s []Step) []Step {
+	rank := func(x Step) int {
+		r := len(createOrder)
+		for i, k := range createOrder {
+			if k == x.kind {
+				r = i
+			}
+		}
+		if x.Drops {
+			return r - 2*len(createOrder)
+		}
+		return r
+	}
+	sort.SliceStable(s, func(i, j int) bool { return rank(s[i]) < rank(s[j]) })
+	return mentionsFirst(s)
+}
+
+// mentionsFirst moves a created type, domain or routine before a creation
+// that names it (a domain's check calling a function, a function taking a
+// domain), as far as the names tell.
+func mentionsFirst(s []Step) []Step {
+	out := make([]Step, 0, len(s))
+	placed := make([]bool, len(s))
+	var place func(i int, seen map[int]bool)
+	place = func(i int, seen map[int]bool) {
+		if placed[i] || seen[i] {
+			return
+		}
+		seen[i] = true
+		for j := range s {
+			if j != i && !s[j].Drops && !s[i].Drops && s[j].name != "" && createsBefore(s[j].kind) && mentions(s[i].SQL, s[j].name) {
+				place(j, seen)
+			}
+		}
+		placed[i] = true
+		out = append(out, s[i])
+	}
+	for i := range s {
+		place(i, map[int]bool{})
+	}
+	return out
+}
+
+// mentions says whether sql names name (a routine by its name alone) as a
+// word of its own.
+func mentions(sql, name string) bool {
+	name, _, _ = strings.Cut(name, "(")
+	for i := strings.Index(sql, name); i >= 0; {
+		end := i + len(name)
+		before := i == 0 || !isWord(sql[i-1])
+		after := end >= len(sql) || !isWord(sql[end])
+		if before && after {
+			return true
+		}
+		next := strings.Index(sql[i+1:], name)
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
+}
+
+func isWord(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func index(objs []Object) map[string]*Object {
+	m := map[string]*Object{}
+	for i := range objs {
+		m[objs[i].Key()] = &objs[i]
+	}
+	return m
+}
+
+func keys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// topo orders view keys so each comes after the views it reads; reverse
+// puts dependents first, the order to drop in.
+func topo(ks []string, by map[string]*Object, reverse bool) []string {
+	in := map[string]bool{}
+	for _, k := range ks {
+		in[k] = true
+	}
+	var out []string
+	done := map[string]bool{}
+	var visit func(k string)
+	visit = func(k string) {
+		if done[k] {
+			return
+		}
+		done[k] = true
+		if o := by[k]; o != nil {
+			for _, d := range o.Deps {
+				if in[d] {
+					visit(d)
+				}
+			}
+		}
+		out = append(out, k)
+	}
+	for _, k := range ks {
+		visit(k)
+	}
+	if reverse {
+		for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+			out[i], out[j] = out[j], out[i]
+		}
+	}
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func isView(kind string) bool { return kind == "view" || kind == "materialized view" }
+
+func isRoutine(kind string) bool { return kind == "function" || kind == "procedure" }
+
+func plannable(kind string) bool {
+	for _, k := range createOrder {
+		if k == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// createsBefore: what tables may use is created before atlas's statements.
+func createsBefore(kind string) bool {
+	switch kind {
+	case "extension", "domain", "composite type", "function", "procedure":
+		return true
+	}
+	return false
+}
+
+// dropsBefore: what depends on tables is dropped before atlas's statements;
+// what tables use is dropped after atlas dropped the tables.
+func dropsBefore(kind string) bool { return !createsBefore(kind) }
+
+func create(o Object, replace bool) Step {
+	reason := "creates " + o.String()
+	if replace {
+		reason = "replaces " + o.String()
+	}
+	def := strings.TrimSuffix(strings.TrimSpace(o.Def), ";")
+	var q string
+	switch o.Kind {
+	case "extension":
+		q = "CREATE EXTENSION IF NOT EXISTS " + o.Ident
+	case "domain":
+		q = "CREATE DOMAIN " + o.Ident + " AS " + def
+	case "composite type":
+		q = "CREATE TYPE " + o.Ident + " AS " + def
+	case "function", "procedure", "statistics", "index on materialized view":
+		q = def
+	case "view":
+		q = "CREATE VIEW " + o.Ident + " " + def
+	case "materialized view":
+		q = "CREATE MATERIALIZED VIEW " + o.Ident + " " + def
+	case "trigger":
+		q, _, _ = strings.Cut(def, " enabled=")
+	case "row level security":
+		q = "ALTER TABLE " + o.Ident + " ENABLE ROW LEVEL SECURITY"
+	case "forced row level security":
+		q = "ALTER TABLE " + o.Ident + " FORCE ROW LEVEL SECURITY"
+	case "policy":
+		q = "CREATE POLICY " + o.Ident + " " + def
+	}
+	return Step{SQL: q, Reason: reason, kind: o.Kind, name: o.Ident}
+}
+
+func drop(o Object) Step {
+	var q string
+	switch o.Kind {
+	case "row level security":
+		q = "ALTER TABLE " + o.Ident + " DISABLE ROW LEVEL SECURITY"
+	case "forced row level security":
+		q = "ALTER TABLE " + o.Ident + " NO FORCE ROW LEVEL SECURITY"
+	case "composite type":
+		q = "DROP TYPE " + o.Ident
+	case "index on materialized view":
+		q = "DROP INDEX " + o.Ident
+	default:
+		q = "DROP " + strings.ToUpper(o.Kind) + " " + o.Ident
+	}
+	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind}
+}
+
+// commentTarget is the key of the object a comment is on, for comments on
+// views.
+func commentTarget(o Object) (string, bool) {
+	switch o.Kind {
+	case "comment on view", "comment on materialized view":
+		return strings.TrimPrefix(o.Kind, "comment on ") + " " + o.Name, true
+	case "comment on column":
+		rel, _, _ := strings.Cut(o.Name, ".")
+		return "view " + rel, true
+	}
+	return "", false
+}
+
+// commentedExists says whether the object comment c is on is desired.
+func commentedExists(c Object, desired []Object) bool {
+	name := c.Name
+	if c.Kind == "comment on column" {
+		name, _, _ = strings.Cut(name, ".")
+	}
+	for _, o := range desired {
+		if o.Name == name && !strings.HasPrefix(o.Kind, "comment on ") {
+			return true
+		}
+	}
+	return false
+}
+
+func commentStep(d Difference) (Step, bool) {
+	o := d.Object()
+	what := strings.ToUpper(strings.TrimPrefix(o.Kind, "comment on "))
+	switch what {
+	case "VIEW", "MATERIALIZED VIEW", "SEQUENCE", "COLUMN", "CONSTRAINT", "TYPE", "FUNCTION", "TRIGGER", "POLICY", "SCHEMA":
+	default:
+		return Step{}, false
+	}
+	text := "NULL"
+	if d.Desired != nil && d.Desired.Def != "" {
+		text = quoteLiteral(d.Desired.Def)
+	}
+	if what == "FUNCTION" {
+		// A procedure's comment is set the same way through ROUTINE.
+		what = "ROUTINE"
+	}
+	return Step{SQL: fmt.Sprintf("COMMENT ON %s %s IS %s", what, o.Ident, text), Reason: "sets the comment on " + strings.TrimPrefix(o.Kind, "comment on ") + " " + o.Name}, true
+}
+
+func quoteLiteral(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
+// alterDomain changes domain live into desired with ALTER DOMAIN, false
+// when the base type or collation differs (that needs the columns changed).
+func alterDomain(live, desired Object) ([]Step, bool) {
+	part := func(o Object, key string) (string, bool) {
+		for _, p := range o.Parts {
+			if v, ok := strings.CutPrefix(p, key+"="); ok {
+				return v, true
+			}
+		}
+		return "", false
+	}
+	checks := func(o Object) map[string]string {
+		m := map[string]string{}
+		for _, p := range o.Parts {
+			if v, ok := strings.CutPrefix(p, "check="); ok {
+				name, def, _ := strings.Cut(v, " ")
+				m[name] = def
+			}
+		}
+		return m
+	}
+	lb, _ := part(live, "base")
+	db, _ := part(desired, "base")
+	if lb != db || lb == "" {
+		return nil, false
+	}
+	name := desired.Ident
+	var steps []Step
+	add := func(q, why string) {
+		steps = append(steps, Step{SQL: "ALTER DOMAIN " + name + " " + q, Reason: why + " of domain " + desired.Name, kind: "domain", name: name})
+	}
+	ld, lhas := part(live, "default")
+	dd, dhas := part(desired, "default")
+	switch {
+	case dhas && (!lhas || ld != dd):
+		add("SET DEFAULT "+dd, "sets the default")
+	case lhas && !dhas:
+		add("DROP DEFAULT", "drops the default")
+	}
+	_, lnn := part(live, "notnull")
+	_, dnn := part(desired, "notnull")
+	switch {
+	case dnn && !lnn:
+		add("SET NOT NULL", "sets NOT NULL (fails if a column of the domain holds NULL)")
+	case lnn && !dnn:
+		add("DROP NOT NULL", "drops NOT NULL")
+	}
+	lc, dc := checks(live), checks(desired)
+	for _, n := range sortedKeys(lc) {
+		if dc[n] != lc[n] {
+			add("DROP CONSTRAINT "+n, "drops check "+n)
+		}
+	}
+	for _, n := range sortedKeys(dc) {
+		if lc[n] != dc[n] {
+			add("ADD CONSTRAINT "+n+" "+dc[n], "adds check "+n+" (fails if a stored value breaks it)")
+		}
+	}
+	return steps, true
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

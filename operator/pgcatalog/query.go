@@ -1,0 +1,233 @@
+package pgcatalog
+
+// catalogQuery prints one row per object of schema $1: kind, name,
+// definition, whether atlas manages it, and its table. $2 also lists the
+// database's other user schemas. Names PostgreSQL generates print as <auto>
+// so that an unnamed constraint compares equal to its generated name.
+const catalogQuery = `
+WITH ns AS (SELECT oid, nspname FROM pg_namespace WHERE nspname = $1::text),
+ext AS (SELECT classid, objid FROM pg_depend WHERE deptype = 'e'),
+rel AS (
+  SELECT c.oid, c.relname, c.relkind, c.relpersistence, c.relispartition, c.relrowsecurity,
+         c.relforcerowsecurity, c.reloptions, c.relreplident, quote_ident(c.relname) AS qname
+  FROM pg_class c JOIN ns n ON n.oid = c.relnamespace
+  WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_class'::regclass AND ext.objid = c.oid)
+),
+owned AS (
+  SELECT d.objid AS seq, d.deptype, r.relname AS tbl, r.qname || '.' || quote_ident(a.attname) AS col
+  FROM pg_depend d
+  JOIN rel r ON r.oid = d.refobjid
+  JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
+  WHERE d.classid = 'pg_class'::regclass AND d.refclassid = 'pg_class'::regclass
+    AND d.deptype IN ('a', 'i') AND d.refobjsubid > 0
+),
+seqparams AS (
+  SELECT s.seqrelid, format('type=%s start=%s increment=%s min=%s max=%s cache=%s cycle=%s',
+         format_type(s.seqtypid, NULL), s.seqstart, s.seqincrement, s.seqmin, s.seqmax, s.seqcache, s.seqcycle) AS p
+  FROM pg_sequence s
+),
+con AS (
+  SELECT k.oid, k.conname, k.contype, k.conindid, r.qname, r.relname,
+         CASE WHEN (k.conname LIKE r.relname || '\_%' OR length(k.conname) >= 60)
+                   AND k.conname ~ CASE k.contype WHEN 'p' THEN '_pkey[0-9]*$' WHEN 'u' THEN '_key[0-9]*$'
+                                                  WHEN 'f' THEN '_fkey[0-9]*$' WHEN 'c' THEN '_check[0-9]*$'
+                                                  WHEN 'x' THEN '_excl[0-9]*$' ELSE '^$' END
+              THEN '<auto>:' || pg_get_constraintdef(k.oid) ELSE quote_ident(k.conname) END AS label
+  FROM pg_constraint k JOIN rel r ON r.oid = k.conrelid
+)
+SELECT 'schema', quote_ident(n.nspname), NULL, false, '', NULL::text, NULL::text
+FROM pg_namespace n
+WHERE $2::boolean AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast', 'public') AND n.nspname <> $1::text
+  AND n.nspname NOT LIKE 'pg\_temp\_%' AND n.nspname NOT LIKE 'pg\_toast\_temp\_%'
+  AND NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_namespace'::regclass AND ext.objid = n.oid)
+UNION ALL
+SELECT 'comment on schema', quote_ident(n.nspname), obj_description(n.oid, 'pg_namespace'), false, '', NULL::text, NULL::text FROM ns n
+UNION ALL
+SELECT 'extension', quote_ident(e.extname), NULL, false, '', NULL::text, NULL::text FROM pg_extension e WHERE e.extname <> 'plpgsql'
+UNION ALL
+SELECT 'table', r.qname, NULL, true, r.relname, NULL::text, NULL::text FROM rel r WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
+UNION ALL
+SELECT 'table property', r.qname,
+       concat_ws(' ',
+         CASE r.relpersistence WHEN 'u' THEN 'UNLOGGED' WHEN 't' THEN 'TEMPORARY' END,
+         'PARTITION BY ' || pg_get_partkeydef(r.oid),
+         'INHERITS (' || (SELECT string_agg(quote_ident(p.relname), ', ' ORDER BY i.inhseqno) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent WHERE i.inhrelid = r.oid) || ')',
+         'WITH (' || array_to_string(r.reloptions, ', ') || ')',
+         CASE r.relreplident WHEN 'n' THEN 'REPLICA IDENTITY NOTHING' WHEN 'f' THEN 'REPLICA IDENTITY FULL' WHEN 'i' THEN 'REPLICA IDENTITY USING INDEX' END),
+       false, r.relname, NULL::text, NULL::text
+FROM rel r
+WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
+  AND (r.relpersistence <> 'p' OR pg_get_partkeydef(r.oid) IS NOT NULL
+       OR r.reloptions IS NOT NULL OR r.relreplident NOT IN ('d')
+       OR EXISTS (SELECT 1 FROM pg_inherits i WHERE i.inhrelid = r.oid))
+UNION ALL
+SELECT 'row level security', r.qname, 'ENABLE', false, r.relname, NULL::text, NULL::text
+FROM rel r WHERE r.relkind IN ('r', 'p') AND r.relrowsecurity
+UNION ALL
+SELECT 'forced row level security', r.qname, 'FORCE', false, r.relname, NULL::text, NULL::text
+FROM rel r WHERE r.relkind IN ('r', 'p') AND r.relforcerowsecurity
+UNION ALL
+SELECT 'partition', r.qname,
+       'PARTITION OF ' || (SELECT quote_ident(p.relname) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent WHERE i.inhrelid = r.oid)
+       || ' ' || pg_get_expr(c.relpartbound, r.oid), false, r.relname, NULL::text, NULL::text
+FROM rel r JOIN pg_class c ON c.oid = r.oid WHERE r.relkind IN ('r', 'p') AND r.relispartition
+UNION ALL
+SELECT 'foreign table', r.qname, NULL, false, r.relname, NULL::text, NULL::text FROM rel r WHERE r.relkind = 'f'
+UNION ALL
+SELECT 'column', r.qname || '.' || quote_ident(a.attname),
+       format('type=%s notnull=%s%s%s%s%s%s', format_type(a.atttypid, a.atttypmod), a.attnotnull,
+         coalesce(' default=' || pg_get_expr(d.adbin, d.adrelid), ''),
+         CASE WHEN a.attgenerated <> '' THEN ' generated=' || a.attgenerated::text ELSE '' END,
+         CASE WHEN a.attidentity <> '' THEN ' identity=' || a.attidentity::text || coalesce(' (' || (
+                SELECT sp.p FROM owned o JOIN seqparams sp ON sp.seqrelid = o.seq
+                WHERE o.deptype = 'i' AND o.col = r.qname || '.' || quote_ident(a.attname)) || ')', '') ELSE '' END,
+         CASE WHEN a.attcollation <> t.typcollation AND a.attcollation <> 0
+              THEN ' collate=' || (SELECT quote_ident(collname) FROM pg_collation WHERE oid = a.attcollation) ELSE '' END,
+         coalesce(' comment=' || col_description(r.oid, a.attnum), '')),
+       true, r.relname, NULL::text, NULL::text
+FROM rel r
+JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_type t ON t.oid = a.atttypid
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
+UNION ALL
+SELECT 'constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), true, k.relname, NULL::text, NULL::text
+FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition
+UNION ALL
+SELECT 'comment on constraint', k.label || ' on ' || k.qname, obj_description(k.oid, 'pg_constraint'), false, k.relname, quote_ident(k.conname) || ' ON ' || k.qname, NULL::text
+FROM con k WHERE obj_description(k.oid, 'pg_constraint') IS NOT NULL
+UNION ALL
+SELECT 'index', lbl || ' on ' || t.qname,
+       replace(pg_get_indexdef(i.indexrelid), 'INDEX ' || quote_ident(ic.relname) || ' ON ', 'INDEX ' || lbl || ' ON ')
+       || coalesce(' comment=' || obj_description(ic.oid, 'pg_class'), ''),
+       true, t.relname, NULL::text, NULL::text
+FROM pg_index i
+JOIN rel t ON t.oid = i.indrelid
+JOIN pg_class ic ON ic.oid = i.indexrelid
+CROSS JOIN LATERAL (SELECT CASE WHEN (ic.relname LIKE t.relname || '\_%' OR length(ic.relname) >= 60)
+                                      AND ic.relname ~ '_(idx|key|pkey|excl)[0-9]*$'
+                                THEN '<auto>:' || pg_get_indexdef(i.indexrelid, 1, true) ELSE quote_ident(ic.relname) END AS lbl) l
+WHERE NOT t.relispartition AND t.relkind IN ('r', 'p')
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.contype IN ('p', 'u', 'x'))
+UNION ALL
+SELECT 'index on materialized view', quote_ident(ic.relname) || ' on ' || t.qname, pg_get_indexdef(i.indexrelid), false, '',
+       quote_ident(ic.relname), 'materialized view ' || t.qname
+FROM pg_index i JOIN rel t ON t.oid = i.indrelid AND t.relkind = 'm' JOIN pg_class ic ON ic.oid = i.indexrelid
+UNION ALL
+SELECT CASE r.relkind WHEN 'v' THEN 'view' ELSE 'materialized view' END, r.qname,
+       coalesce('WITH (' || array_to_string(r.reloptions, ', ') || ') ', '') || 'AS' || pg_get_viewdef(r.oid, true), false, '', NULL::text,
+       (SELECT string_agg(DISTINCT CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' ELSE 'table ' END || quote_ident(c.relname), E'\n')
+        FROM pg_rewrite w JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid
+        JOIN pg_class c ON c.oid = d.refobjid AND d.refclassid = 'pg_class'::regclass
+        WHERE w.ev_class = r.oid AND c.oid <> r.oid AND c.relnamespace = (SELECT oid FROM ns))
+FROM rel r WHERE r.relkind IN ('v', 'm')
+UNION ALL
+SELECT 'comment on ' || CASE r.relkind WHEN 'v' THEN 'view' WHEN 'm' THEN 'materialized view' WHEN 'S' THEN 'sequence' ELSE 'relation' END,
+       r.qname, obj_description(r.oid, 'pg_class'), false, '', NULL::text, NULL::text
+FROM rel r WHERE r.relkind IN ('v', 'm', 'S', 'c', 'f') AND obj_description(r.oid, 'pg_class') IS NOT NULL
+UNION ALL
+SELECT 'comment on column', r.qname || '.' || quote_ident(a.attname), col_description(r.oid, a.attnum), false, '', NULL::text, NULL::text
+FROM rel r JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
+WHERE r.relkind IN ('v', 'm', 'c', 'f') AND col_description(r.oid, a.attnum) IS NOT NULL
+UNION ALL
+SELECT 'sequence', CASE WHEN o.col IS NOT NULL THEN 'owned by ' || o.col ELSE r.qname END, sp.p, true, coalesce(o.tbl, ''), NULL::text, NULL::text
+FROM rel r JOIN seqparams sp ON sp.seqrelid = r.oid LEFT JOIN owned o ON o.seq = r.oid
+WHERE r.relkind = 'S' AND coalesce(o.deptype, 'a') <> 'i'
+UNION ALL
+SELECT CASE t.typtype WHEN 'e' THEN 'enum' WHEN 'd' THEN 'domain' WHEN 'c' THEN 'composite type'
+                      WHEN 'r' THEN 'range type' WHEN 'b' THEN 'base type' ELSE 'type' END,
+       quote_ident(t.typname),
+       CASE t.typtype
+         WHEN 'e' THEN '(' || (SELECT string_agg(quote_literal(e.enumlabel), ', ' ORDER BY e.enumsortorder) FROM pg_enum e WHERE e.enumtypid = t.oid) || ')'
+         WHEN 'd' THEN format_type(t.typbasetype, t.typtypmod)
+                       || coalesce(' COLLATE ' || (SELECT quote_ident(collname) FROM pg_collation WHERE oid = t.typcollation AND t.typcollation <> 100), '')
+                       || coalesce(' DEFAULT ' || t.typdefault, '')
+                       || CASE WHEN t.typnotnull THEN ' NOT NULL' ELSE '' END
+                       || coalesce(' ' || (SELECT string_agg(CASE WHEN k.conname LIKE t.typname || '\_%' AND k.conname ~ '_check[0-9]*$' THEN ''
+                                                               ELSE 'CONSTRAINT ' || quote_ident(k.conname) || ' ' END || pg_get_constraintdef(k.oid), ' ' ORDER BY pg_get_constraintdef(k.oid), k.conname)
+                                          FROM pg_constraint k WHERE k.contypid = t.oid), '')
+         WHEN 'c' THEN '(' || (SELECT string_agg(quote_ident(a.attname) || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+                                FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped) || ')'
+         WHEN 'r' THEN (SELECT 'subtype=' || format_type(rngsubtype, NULL) || coalesce(' subtype_diff=' || nullif(rngsubdiff::regproc::text, '-'), '')
+                        || coalesce(' canonical=' || nullif(rngcanonical::regproc::text, '-'), '') FROM pg_range WHERE rngtypid = t.oid)
+         ELSE 'typtype=' || t.typtype::text END,
+       t.typtype = 'e', '', NULL::text,
+       CASE WHEN t.typtype = 'd' THEN concat_ws(E'\n',
+         'base=' || format_type(t.typbasetype, t.typtypmod) || coalesce(' COLLATE ' || (SELECT quote_ident(collname) FROM pg_collation WHERE oid = t.typcollation AND t.typcollation <> 100), ''),
+         'default=' || t.typdefault,
+         CASE WHEN t.typnotnull THEN 'notnull=' END,
+         (SELECT string_agg('check=' || quote_ident(k.conname) || ' ' || pg_get_constraintdef(k.oid), E'\n' ORDER BY k.conname) FROM pg_constraint k WHERE k.contypid = t.oid)) END
+FROM pg_type t JOIN ns n ON n.oid = t.typnamespace
+WHERE t.typtype IN ('e', 'd', 'c', 'r', 'b')
+  AND (t.typtype <> 'c' OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')
+  AND (t.typtype <> 'b' OR t.typelem = 0 OR NOT EXISTS (SELECT 1 FROM pg_type e WHERE e.oid = t.typelem AND e.typarray = t.oid))
+  AND NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_type'::regclass AND ext.objid = t.oid)
+UNION ALL
+SELECT 'comment on type', quote_ident(t.typname), obj_description(t.oid, 'pg_type'), false, '', NULL::text, NULL::text
+FROM pg_type t JOIN ns n ON n.oid = t.typnamespace
+WHERE obj_description(t.oid, 'pg_type') IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_type'::regclass AND ext.objid = t.oid)
+UNION ALL
+SELECT CASE p.prokind WHEN 'p' THEN 'procedure' WHEN 'a' THEN 'aggregate' WHEN 'w' THEN 'window function' ELSE 'function' END,
+       quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+       CASE WHEN p.prokind = 'a' THEN (SELECT format('sfunc=%s stype=%s finalfunc=%s initcond=%s', a.aggtransfn, format_type(a.aggtranstype, NULL), a.aggfinalfn, a.agginitval) FROM pg_aggregate a WHERE a.aggfnoid = p.oid)
+            ELSE pg_get_functiondef(p.oid) END,
+       false, '', NULL::text, NULL::text
+FROM pg_proc p JOIN ns n ON n.oid = p.pronamespace
+WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_proc'::regclass AND ext.objid = p.oid)
+  -- a range type's constructors belong to the type
+  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'i')
+UNION ALL
+SELECT 'comment on function', quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')', obj_description(p.oid, 'pg_proc'), false, '', NULL::text, NULL::text
+FROM pg_proc p JOIN ns n ON n.oid = p.pronamespace
+WHERE obj_description(p.oid, 'pg_proc') IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_proc'::regclass AND ext.objid = p.oid)
+UNION ALL
+SELECT 'trigger', quote_ident(g.tgname) || ' on ' || r.qname,
+       pg_get_triggerdef(g.oid) || CASE g.tgenabled WHEN 'O' THEN '' ELSE ' enabled=' || g.tgenabled::text END, false, r.relname,
+       quote_ident(g.tgname) || ' ON ' || r.qname, NULL::text
+FROM pg_trigger g JOIN rel r ON r.oid = g.tgrelid
+WHERE NOT g.tgisinternal AND g.tgparentid = 0
+UNION ALL
+SELECT 'comment on trigger', quote_ident(g.tgname) || ' on ' || r.qname, obj_description(g.oid, 'pg_trigger'), false, r.relname, quote_ident(g.tgname) || ' ON ' || r.qname, NULL::text
+FROM pg_trigger g JOIN rel r ON r.oid = g.tgrelid
+WHERE NOT g.tgisinternal AND obj_description(g.oid, 'pg_trigger') IS NOT NULL
+UNION ALL
+SELECT 'rule', quote_ident(w.rulename) || ' on ' || r.qname, pg_get_ruledef(w.oid, true), false, r.relname, NULL::text, NULL::text
+FROM pg_rewrite w JOIN rel r ON r.oid = w.ev_class WHERE w.rulename <> '_RETURN'
+UNION ALL
+SELECT 'policy', quote_ident(p.polname) || ' on ' || r.qname,
+       format('AS %s FOR %s TO %s%s%s', CASE WHEN p.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+         CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE' WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+         (SELECT string_agg(rn, ', ' ORDER BY rn) FROM (SELECT CASE WHEN x = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x)::text) END AS rn FROM unnest(p.polroles) x) u),
+         coalesce(' USING (' || pg_get_expr(p.polqual, p.polrelid) || ')', ''),
+         coalesce(' WITH CHECK (' || pg_get_expr(p.polwithcheck, p.polrelid) || ')', '')),
+       false, r.relname, quote_ident(p.polname) || ' ON ' || r.qname, NULL::text
+FROM pg_policy p JOIN rel r ON r.oid = p.polrelid
+UNION ALL
+SELECT 'comment on policy', quote_ident(p.polname) || ' on ' || r.qname, obj_description(p.oid, 'pg_policy'), false, r.relname, quote_ident(p.polname) || ' ON ' || r.qname, NULL::text
+FROM pg_policy p JOIN rel r ON r.oid = p.polrelid WHERE obj_description(p.oid, 'pg_policy') IS NOT NULL
+UNION ALL
+SELECT 'statistics', quote_ident(s.stxname), pg_get_statisticsobjdef(s.oid), false, '', NULL::text, NULL::text
+FROM pg_statistic_ext s JOIN ns n ON n.oid = s.stxnamespace
+UNION ALL
+SELECT 'collation', quote_ident(c.collname), NULL, false, '', NULL::text, NULL::text
+FROM pg_collation c JOIN ns n ON n.oid = c.collnamespace
+WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_collation'::regclass AND ext.objid = c.oid)
+UNION ALL
+SELECT 'operator', o.oprname || '(' || format_type(o.oprleft, NULL) || ', ' || format_type(o.oprright, NULL) || ')', NULL, false, '', NULL::text, NULL::text
+FROM pg_operator o JOIN ns n ON n.oid = o.oprnamespace
+WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_operator'::regclass AND ext.objid = o.oid)
+UNION ALL
+SELECT 'operator class', quote_ident(c.opcname), NULL, false, '', NULL::text, NULL::text
+FROM pg_opclass c JOIN ns n ON n.oid = c.opcnamespace
+WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_opclass'::regclass AND ext.objid = c.oid)
+UNION ALL
+SELECT 'text search configuration', quote_ident(c.cfgname), NULL, false, '', NULL::text, NULL::text
+FROM pg_ts_config c JOIN ns n ON n.oid = c.cfgnamespace
+WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_ts_config'::regclass AND ext.objid = c.oid)
+UNION ALL
+SELECT 'event trigger', quote_ident(e.evtname), e.evtevent || ' ' || e.evtfoid::regproc::text, false, '', NULL::text, NULL::text
+FROM pg_event_trigger e
+WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_event_trigger'::regclass AND ext.objid = e.oid)
+`

@@ -1,0 +1,149 @@
+package schema
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/report"
+)
+
+// TestNoSilentConvergence puts an object of every kind atlas does not plan
+// on one side only. A kind ptah plans must converge: applied, the database
+// has the desired fingerprint and a second plan is empty. Any other kind
+// must be refused by plan and drift, naming the kind and the object, never
+// answered with an empty plan.
+func TestNoSilentConvergence(t *testing.T) {
+	e := newEngine(t)
+	base := "CREATE TABLE t (id int PRIMARY KEY, v text);\n"
+	fn := "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;\n"
+	cases := []struct {
+		name, extra, kind, object string
+		planned                   bool
+	}{
+		{"view", "CREATE VIEW tv AS SELECT id FROM t;", "view", "tv", true},
+		{"materialized view", "CREATE MATERIALIZED VIEW tm AS SELECT id FROM t;", "materialized view", "tm", true},
+		{"function", "CREATE FUNCTION add1(i int) RETURNS int LANGUAGE sql AS 'SELECT i + 1';", "function", "add1(i integer)", true},
+		{"procedure", "CREATE PROCEDURE noop() LANGUAGE sql AS 'SELECT 1';", "procedure", "noop()", true},
+		{"trigger", fn + "CREATE TRIGGER t_touch BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION touch();", "trigger", "t_touch on t", true},
+		{"domain", "CREATE DOMAIN posint AS int CHECK (VALUE > 0);", "domain", "posint", true},
+		{"domain checked by a function", "CREATE FUNCTION is_pos(i int) RETURNS bool LANGUAGE sql IMMUTABLE AS 'SELECT i > 0'; CREATE DOMAIN posint AS int CHECK (is_pos(VALUE));", "domain", "posint", true},
+		{"composite type", "CREATE TYPE pair AS (a int, b int);", "composite type", "pair", true},
+		{"range type", "CREATE TYPE floatrange AS RANGE (subtype = float8);", "range type", "floatrange", false},
+		{"policy", "ALTER TABLE t ENABLE ROW LEVEL SECURITY; CREATE POLICY own ON t USING (v = current_user);", "policy", "own on t", true},
+		{"row level security", "ALTER TABLE t ENABLE ROW LEVEL SECURITY;", "row level security", "t", true},
+		{"comment on a view", "CREATE VIEW tv AS SELECT id FROM t; COMMENT ON VIEW tv IS 'x';", "view", "tv", true},
+		{"comment on a constraint", "COMMENT ON CONSTRAINT t_pkey ON t IS 'the key';", "comment on constraint", "on t", true},
+		{"comment on the schema", "COMMENT ON SCHEMA public IS 'ours';", "comment on schema", "public", true},
+		{"rule", "CREATE RULE noins AS ON INSERT TO t DO INSTEAD NOTHING;", "rule", "noins on t", false},
+		{"unlogged table", "CREATE UNLOGGED TABLE u (id int);", "table property", "u", false},
+		{"another schema", "CREATE SCHEMA app; CREATE TABLE app.x (id int);", "schema", "app", false},
+	}
+	for _, c := range cases {
+		if c.planned {
+			t.Run(c.name+" only desired is planned", func(t *testing.T) {
+				db, _ := e.db(t)
+				exec(t, db, base)
+				converges(t, e, db, base+c.extra)
+			})
+			t.Run(c.name+" only in the database is planned", func(t *testing.T) {
+				db, _ := e.db(t)
+				exec(t, db, base+c.extra)
+				converges(t, e, db, base)
+			})
+			continue
+		}
+		t.Run(c.name+" only desired", func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base)
+			_, err := ComputePlan(context.Background(), db, files(base+c.extra), e.o(Options{}))
+			wantNamed(t, err, c.kind, c.object)
+			_, err = ComputeDrift(context.Background(), db, files(base+c.extra), e.o(Options{}), true)
+			wantNamed(t, err, c.kind, c.object)
+		})
+		if c.kind == "schema" {
+			continue // other schemas of the database are not managed
+		}
+		t.Run(c.name+" only in the database", func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base+c.extra)
+			_, err := ComputePlan(context.Background(), db, files(base), e.o(Options{}))
+			wantNamed(t, err, c.kind, c.object)
+		})
+	}
+	t.Run("a view defined differently, with a view reading it", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE VIEW tv AS SELECT id FROM t; CREATE VIEW tw AS SELECT * FROM tv; COMMENT ON VIEW tw IS 'kept';")
+		converges(t, e, db, base+"CREATE VIEW tv AS SELECT id, v FROM t; CREATE VIEW tw AS SELECT * FROM tv; COMMENT ON VIEW tw IS 'kept';")
+	})
+	t.Run("a column a view reads changes type", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE VIEW tv AS SELECT id, v FROM t;")
+		converges(t, e, db, "CREATE TABLE t (id bigint PRIMARY KEY, v text); CREATE VIEW tv AS SELECT id, v FROM t;")
+	})
+	t.Run("a domain in use changes in place", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE DOMAIN posint AS int CHECK (VALUE > 0); CREATE TABLE u (n posint);")
+		converges(t, e, db, base+"CREATE DOMAIN posint AS int DEFAULT 1 CONSTRAINT big CHECK (VALUE > 1); CREATE TABLE u (n posint);")
+	})
+	t.Run("a function's return type changes", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE FUNCTION f() RETURNS int LANGUAGE sql AS 'SELECT 1';")
+		converges(t, e, db, base+"CREATE FUNCTION f() RETURNS bigint LANGUAGE sql AS 'SELECT 1';")
+	})
+	t.Run("a domain of another base type is refused", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE DOMAIN posint AS int CHECK (VALUE > 0);")
+		_, err := ComputePlan(context.Background(), db, files(base+"CREATE DOMAIN posint AS bigint CHECK (VALUE > 0);"), e.o(Options{}))
+		wantNamed(t, err, "domain", "posint")
+	})
+	t.Run("the same on both sides is checked and in sync", func(t *testing.T) {
+		db, _ := e.db(t)
+		all := base + fn + "CREATE VIEW tv AS SELECT id FROM t; CREATE TRIGGER t_touch BEFORE UPDATE ON t FOR EACH ROW EXECUTE FUNCTION touch(); CREATE DOMAIN posint AS int CHECK (VALUE > 0); COMMENT ON VIEW tv IS 'x';"
+		exec(t, db, all)
+		p := mustPlan(t, db, files(all), e.o(Options{}))
+		if len(p.Statements) != 0 || p.BaseFingerprint != p.DesiredFingerprint {
+			t.Fatalf("want an empty plan with equal fingerprints, got %+v", p)
+		}
+	})
+	t.Run("a difference atlas does not see", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, "CREATE TABLE s (id int GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY);")
+		_, err := ComputePlan(context.Background(), db, files("CREATE TABLE s (id int GENERATED BY DEFAULT AS IDENTITY (CACHE 10) PRIMARY KEY);"), e.o(Options{}))
+		wantNamed(t, err, "column", "s.id")
+	})
+}
+
+// converges plans db to desired, applies the plan and checks the result is
+// the desired state: the fingerprint the plan promised and an empty second
+// plan.
+func converges(t *testing.T, e *engine, db *database.DB, desired string) {
+	t.Helper()
+	p := mustPlan(t, db, files(desired), e.o(Options{}))
+	if len(p.Statements) == 0 {
+		t.Fatal("want statements, got an empty plan")
+	}
+	res := mustApply(t, db, p, ApplyOptions{AllowDestructive: true})
+	if !res.Applied || !res.Converged {
+		t.Fatalf("applied %+v; plan %+v", res, p.Statements)
+	}
+	if again := mustPlan(t, db, files(desired), e.o(Options{})); len(again.Statements) != 0 {
+		t.Fatalf("second plan not empty: %+v", again.Statements)
+	}
+}
+
+// wantNamed checks err is a coverage refusal naming kind and object.
+func wantNamed(t *testing.T, err error, kind, object string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want a refusal naming %s %s, got a plan", kind, object)
+	}
+	e := report.AsError(err)
+	if e.Code != report.UnmanagedObject && e.Code != report.UnplannedDifference {
+		t.Fatalf("want %s or %s, got %v", report.UnmanagedObject, report.UnplannedDifference, err)
+	}
+	if !strings.Contains(e.Message, kind+" ") || !strings.Contains(e.Message, object) {
+		t.Fatalf("want the message to name %s %s, got %s", kind, object, e.Message)
+	}
+}

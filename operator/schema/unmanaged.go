@@ -1,0 +1,101 @@
+package schema
+
+import (
+	"fmt"
+	"strings"
+
+	sqlschema "ariga.io/atlas/sql/schema"
+
+	"ptah.run/operator/operator/pgcatalog"
+	"ptah.run/operator/operator/report"
+)
+
+// planObjects plans the objects atlas does not manage (pgcatalog) around
+// atlas's changes, and refuses a comparison whose plan would leave a
+// difference unseen: an object of a kind ptah does not plan that is not the
+// same on both sides (report.UnmanagedObject), or, when the plan is empty,
+// any catalog difference atlas did not turn into a statement
+// (report.UnplannedDifference). Objects printed the same on both sides are
+// checked and need nothing.
+func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned int) (pgcatalog.Planned, []pgcatalog.Difference, error) {
+	var unmanaged, missed []pgcatalog.Difference
+	for _, d := range pgcatalog.Diff(live.objects, desired.objects) {
+		if d.Object().Managed {
+			missed = append(missed, d)
+		} else {
+			unmanaged = append(unmanaged, d)
+		}
+	}
+	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, rewrittenTables(changes))
+	if len(p.Refused) > 0 {
+		return p, nil, report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way", kinds(p.Refused), listDiffs(p.Refused))
+	}
+	if atlasPlanned+p.Len() == 0 && len(missed) > 0 {
+		return p, nil, report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan: %s; no plan was written (an empty plan would claim they are in sync)", listDiffs(missed))
+	}
+	return p, unmanaged, nil
+}
+
+// rewrittenTables names the tables atlas drops or changes columns of:
+// PostgreSQL refuses that while a view reads them.
+func rewrittenTables(changes []sqlschema.Change) []string {
+	var out []string
+	for _, c := range changes {
+		switch c := c.(type) {
+		case *sqlschema.DropTable:
+			out = append(out, quoteIdent(c.T.Name))
+		case *sqlschema.ModifyTable:
+			for _, sub := range c.Changes {
+				switch sub.(type) {
+				case *sqlschema.ModifyColumn, *sqlschema.DropColumn, *sqlschema.RenameColumn:
+					out = append(out, quoteIdent(c.T.Name))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// quoteIdent quotes a name the way quote_ident does, to match catalog keys.
+func quoteIdent(s string) string {
+	plain := s != ""
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && (r >= '0' && r <= '9' || r == '$')) {
+			plain = false
+		}
+	}
+	if plain && !reserved[s] {
+		return s
+	}
+	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+}
+
+// reserved holds the commonest words quote_ident quotes; a miss only
+// recreates a view that needed no recreating, or leaves PostgreSQL to
+// refuse the change.
+var reserved = map[string]bool{"user": true, "order": true, "group": true, "table": true, "select": true, "from": true, "where": true, "check": true, "default": true, "primary": true, "references": true, "column": true, "constraint": true, "end": true, "limit": true, "offset": true, "to": true, "when": true}
+
+func kinds(ds []pgcatalog.Difference) string {
+	seen := map[string]bool{}
+	var ks []string
+	for _, d := range ds {
+		if k := d.Object().Kind; !seen[k] {
+			seen[k] = true
+			ks = append(ks, k)
+		}
+	}
+	return strings.Join(ks, ", ")
+}
+
+func listDiffs(ds []pgcatalog.Difference) string {
+	const most = 5
+	var parts []string
+	for i, d := range ds {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ds)-most))
+			break
+		}
+		parts = append(parts, d.Describe())
+	}
+	return strings.Join(parts, "; ")
+}
