@@ -8,8 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
-	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
 
 // Message bounds: an Event's note is cut at maxEventNote (events.k8s.io
@@ -23,19 +21,19 @@ const (
 // setCondition is the only way conditions are written: it stamps the
 // generation the decision was made at, so a reader can tell a fresh verdict
 // from an old one.
-func setCondition(s *v1alpha1.PtahSchema, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+func setCondition(s subject, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(s.SubjectConditions(), metav1.Condition{
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
 		Message:            bound(message, maxConditionMessage),
-		ObservedGeneration: s.Generation,
+		ObservedGeneration: s.GetGeneration(),
 	})
 }
 
 // conditionIs reports whether typ is set with this status and reason.
-func conditionIs(s *v1alpha1.PtahSchema, typ string, status metav1.ConditionStatus, reason string) bool {
-	c := meta.FindStatusCondition(s.Status.Conditions, typ)
+func conditionIs(s subject, typ string, status metav1.ConditionStatus, reason string) bool {
+	c := meta.FindStatusCondition(*s.SubjectConditions(), typ)
 	return c != nil && c.Status == status && c.Reason == reason
 }
 
