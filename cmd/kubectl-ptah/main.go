@@ -3,6 +3,7 @@
 //
 //	kubectl ptah plan SCHEMA [--applied] [-o text|sql|json] [-n NAMESPACE]
 //	kubectl ptah status SCHEMA [-n NAMESPACE]
+//	kubectl ptah migration MIGRATION [-n NAMESPACE]
 package main
 
 import (
@@ -25,6 +26,7 @@ import (
 const usage = `usage:
   kubectl ptah plan SCHEMA [--applied] [-o text|sql|json] [-n NAMESPACE]
   kubectl ptah status SCHEMA [-n NAMESPACE]
+  kubectl ptah migration MIGRATION [-n NAMESPACE]
 
 The cluster is the one KUBECONFIG (or --kubeconfig) names; the namespace
 defaults to its current context's.
@@ -38,8 +40,8 @@ func main() {
 }
 
 func run(args []string, stdout io.Writer) error {
-	if len(args) == 0 || (args[0] != "plan" && args[0] != "status") {
-		return fmt.Errorf("want a verb, plan or status\n%s", usage)
+	if len(args) == 0 || (args[0] != "plan" && args[0] != "status" && args[0] != "migration") {
+		return fmt.Errorf("want a verb, plan, status or migration\n%s", usage)
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("kubectl ptah "+verb, flag.ContinueOnError)
@@ -58,8 +60,12 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	kind := "PtahSchema"
+	if verb == "migration" {
+		kind = "PtahMigration"
+	}
 	if len(positional) != 1 {
-		return fmt.Errorf("%s takes one PtahSchema name, got %d arguments", verb, len(positional))
+		return fmt.Errorf("%s takes one %s name, got %d arguments", verb, kind, len(positional))
 	}
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -85,8 +91,11 @@ func run(args []string, stdout io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	r := describe.Reader{Client: c, Namespace: namespace}
-	if verb == "plan" {
+	switch verb {
+	case "plan":
 		return r.Plan(ctx, stdout, positional[0], applied, output)
+	case "migration":
+		return r.Migration(ctx, stdout, positional[0], time.Now())
 	}
 	return r.Status(ctx, stdout, positional[0], time.Now())
 }
