@@ -48,7 +48,7 @@ func TestPluginShowsMigrations(t *testing.T) {
 	m.Status = v1alpha1.PtahMigrationStatus{Phase: v1alpha1.PhaseObserving, AppliedVersion: 2,
 		Plan: &v1alpha1.MigrationPlanSummary{Name: "ledger-1", Fingerprint: "f1", Versions: []int64{3, 4}},
 		UnresolvedRun: &v1alpha1.UnresolvedRun{Operation: "sha256:abcdef0123456789", JobName: "ptah-migration-apply-ledger-1", Attempt: 1,
-			FromVersion: 2, Versions: []int64{3, 4}, Reason: "Apply Job ended with no result record", Database: "db.team/ledger"},
+			FromVersion: 2, Versions: []int64{3, 4}, Reason: "Apply Job ended with no result record", Database: "Secret db key url"},
 		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionUnresolvedRun, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunOutcomeUnknown,
 			Message: "an Apply ended without establishing what it committed", LastTransitionTime: metav1.Now(), ObservedGeneration: 1}}}
 	must(c.Status().Update(ctx, m))
@@ -63,7 +63,7 @@ func TestPluginShowsMigrations(t *testing.T) {
 		"Current plan: ledger-1 (from version 2",
 		"3        entries_note   " + sum,
 		"Unresolved run: operation sha256:abcdef0123456789 (attempt 1, Job ptah-migration-apply-ledger-1)",
-		"versions 3, 4 after version 2 to db.team/ledger",
+		"versions 3, 4 after version 2 to Secret db key url",
 		"kind: PtahMigrationRunAcknowledgment",
 		"operation: sha256:abcdef0123456789",
 		"UnresolvedRun  True    RunOutcomeUnknown",

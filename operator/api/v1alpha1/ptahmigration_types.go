@@ -119,7 +119,8 @@ type UnresolvedRun struct {
 	// Reason says why the outcome is not known, never a credential.
 	// +kubebuilder:validation:MaxLength=4096
 	Reason string `json:"reason"`
-	// Database names the target without its credentials (host/database).
+	// Database names the target by its Secret reference ("Secret NAME key
+	// KEY"): the manager never reads the URL, so it never names a host.
 	// +kubebuilder:validation:MaxLength=512
 	// +optional
 	Database string `json:"database,omitempty"`
