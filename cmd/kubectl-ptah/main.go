@@ -5,6 +5,7 @@
 //	kubectl ptah status SCHEMA [-n NAMESPACE]
 //	kubectl ptah events SCHEMA [-n NAMESPACE]
 //	kubectl ptah approve SCHEMA [--name APPROVAL] [-n NAMESPACE]
+//	kubectl ptah migration MIGRATION [-n NAMESPACE]
 //
 // approve is its one write: a PtahSchemaApproval of the plan the schema
 // awaits, checked against its digest first; admission stamps the approver.
@@ -36,6 +37,7 @@ const usage = `usage:
   kubectl ptah status SCHEMA [-n NAMESPACE]
   kubectl ptah events SCHEMA [-n NAMESPACE]
   kubectl ptah approve SCHEMA [--name APPROVAL] [-n NAMESPACE]
+  kubectl ptah migration MIGRATION [-n NAMESPACE]
 
 The cluster is the one KUBECONFIG (or --kubeconfig) names; the namespace
 defaults to its current context's.
@@ -49,8 +51,8 @@ func main() {
 }
 
 func run(args []string, stdout io.Writer) error {
-	if len(args) == 0 || !slices.Contains([]string{"plan", "status", "events", "approve"}, args[0]) {
-		return fmt.Errorf("want a verb: plan, status, events or approve\n%s", usage)
+	if len(args) == 0 || !slices.Contains([]string{"plan", "status", "events", "approve", "migration"}, args[0]) {
+		return fmt.Errorf("want a verb: plan, status, events, approve or migration\n%s", usage)
 	}
 	verb := args[0]
 	fs := flag.NewFlagSet("kubectl ptah "+verb, flag.ContinueOnError)
@@ -72,8 +74,12 @@ func run(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	kind := "PtahSchema"
+	if verb == "migration" {
+		kind = "PtahMigration"
+	}
 	if len(positional) != 1 {
-		return fmt.Errorf("%s takes one PtahSchema name, got %d arguments", verb, len(positional))
+		return fmt.Errorf("%s takes one %s name, got %d arguments", verb, kind, len(positional))
 	}
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -118,6 +124,8 @@ func run(args []string, stdout io.Writer) error {
 		}
 		_, err = fmt.Fprintf(stdout, "ptahschemaapproval.operator.ptah.run/%s created: plan %s approved %s\n", a.Name, a.Spec.PlanName, by)
 		return err
+	case "migration":
+		return r.Migration(ctx, stdout, positional[0], time.Now())
 	}
 	return r.Status(ctx, stdout, positional[0], time.Now())
 }

@@ -61,9 +61,9 @@ func TestChartInstalls(t *testing.T) {
 		kinds[o.GetKind()]++
 	}
 	for kind, n := range map[string]int{
-		"CustomResourceDefinition": 4, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
-		"Deployment": 1, "MutatingAdmissionPolicy": 2, "MutatingAdmissionPolicyBinding": 2,
-		"ValidatingAdmissionPolicy": 2, "ValidatingAdmissionPolicyBinding": 2,
+		"CustomResourceDefinition": 8, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"Deployment": 1, "MutatingAdmissionPolicy": 3, "MutatingAdmissionPolicyBinding": 3,
+		"ValidatingAdmissionPolicy": 3, "ValidatingAdmissionPolicyBinding": 3,
 	} {
 		if kinds[kind] != n {
 			t.Errorf("the chart installs %d %s, want %d", kinds[kind], kind, n)

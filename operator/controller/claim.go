@@ -25,10 +25,10 @@ type Binding struct {
 }
 
 // of is the binding a schema's operations run under (its runnerImage wins).
-func (b Binding) of(s *v1alpha1.PtahSchema) v1alpha1.ExecutionBinding {
+func (b Binding) of(s subject) v1alpha1.ExecutionBinding {
 	img := b.ExecutorImage
-	if s.Spec.Execution.RunnerImage != "" {
-		img = s.Spec.Execution.RunnerImage
+	if ri := s.SubjectExecution().RunnerImage; ri != "" {
+		img = ri
 	}
 	return v1alpha1.ExecutionBinding{
 		ExecutorImage:          img,
@@ -46,11 +46,12 @@ func bindingID(b v1alpha1.ExecutionBinding) string {
 // claimInputs are what an operation is computed from; a change of any gives a
 // different claim, hence a different Job.
 type claimInputs struct {
-	UID            string                  `json:"uid"`
-	Generation     int64                   `json:"generation"`
-	Spec           v1alpha1.PtahSchemaSpec `json:"spec"`
-	ResolvedDigest string                  `json:"resolvedDigest,omitempty"`
-	Plan           string                  `json:"plan,omitempty"`
+	UID        string `json:"uid"`
+	Generation int64  `json:"generation"`
+	// Spec is the subject's spec; it hashes as its JSON, whatever the kind.
+	Spec           any    `json:"spec"`
+	ResolvedDigest string `json:"resolvedDigest,omitempty"`
+	Plan           string `json:"plan,omitempty"`
 	// Claimed makes each claim new: an operation repeated with the same
 	// inputs (a retry, the next interval's read) must not find the last
 	// one's Job and record.
@@ -61,12 +62,26 @@ type claimInputs struct {
 // written to status before its Job exists, so a manager that restarts in
 // between finds the Job name there and resumes rather than claiming again.
 func newClaim(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, binding v1alpha1.ExecutionBinding, claimed time.Time) *v1alpha1.ActiveOperation {
-	in := claimInputs{UID: string(s.UID), Generation: s.Generation, Spec: s.Spec, Claimed: claimed.UnixNano()}
-	if typ != v1alpha1.OperationResolve && s.Status.Source != nil {
-		in.ResolvedDigest = s.Status.Source.ResolvedDigest
+	var resolved, plan string
+	if s.Status.Source != nil {
+		resolved = s.Status.Source.ResolvedDigest
 	}
-	if typ == v1alpha1.OperationApply && s.Status.Plan != nil {
-		in.Plan = s.Status.Plan.Fingerprint
+	if s.Status.Plan != nil {
+		plan = s.Status.Plan.Fingerprint
+	}
+	return subjectClaim(s, s.Spec, resolved, plan, typ, attempt, binding, claimed)
+}
+
+// subjectClaim is newClaim for either kind: spec is the subject's spec,
+// resolved its resolved artifact digest and plan the fingerprint of the
+// plan an Apply runs.
+func subjectClaim(s subject, spec any, resolved, plan string, typ v1alpha1.OperationType, attempt int32, binding v1alpha1.ExecutionBinding, claimed time.Time) *v1alpha1.ActiveOperation {
+	in := claimInputs{UID: string(s.GetUID()), Generation: s.GetGeneration(), Spec: spec, Claimed: claimed.UnixNano()}
+	if typ != v1alpha1.OperationResolve {
+		in.ResolvedDigest = resolved
+	}
+	if typ == v1alpha1.OperationApply {
+		in.Plan = plan
 	}
 	input := "sha256:" + hexDigest(in)
 	bid := bindingID(binding)
@@ -76,13 +91,13 @@ func newClaim(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32,
 		Input   string                 `json:"input"`
 		Attempt int32                  `json:"attempt"`
 		Binding string                 `json:"binding"`
-	}{string(s.UID), typ, input, attempt, bid})
+	}{string(s.GetUID()), typ, input, attempt, bid})
 	return &v1alpha1.ActiveOperation{
 		Type:               typ,
 		ID:                 "sha256:" + hexDigest("operation\x00"+coord),
 		InputFingerprint:   input,
 		Attempt:            attempt,
-		JobName:            jobName(typ, s.Name, coord[:16]),
+		JobName:            jobName(typ, s.GetName(), coord[:16]),
 		CoordinationDigest: "sha256:" + coord,
 		ExecutionBindingID: bid,
 	}

@@ -32,16 +32,16 @@ const (
 )
 
 // operationLabels mark an operation's Job, Pod and credential objects.
-func operationLabels(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) map[string]string {
+func operationLabels(s subject, c *v1alpha1.ActiveOperation) map[string]string {
 	return map[string]string{
 		LabelManagedBy:         ManagedBy,
-		runner.LabelSchema:     s.Name,
+		subjectLabel(s):        s.GetName(),
 		"operator.ptah.run/op": runnerOp(c.Type),
 	}
 }
 
-func ownedBy(s *v1alpha1.PtahSchema) []metav1.OwnerReference {
-	return []metav1.OwnerReference{*metav1.NewControllerRef(s, v1alpha1.GroupVersion.WithKind(v1alpha1.KindPtahSchema))}
+func ownedBy(s subject) []metav1.OwnerReference {
+	return []metav1.OwnerReference{*metav1.NewControllerRef(s, v1alpha1.GroupVersion.WithKind(s.SubjectKind()))}
 }
 
 // credentialName names the per-operation ServiceAccount, Role and RoleBinding.
@@ -54,10 +54,10 @@ func credentialName(c *v1alpha1.ActiveOperation) string { return "ptah-op-" + cl
 // database's workload identity), the Pod runs as that account and the Role is
 // bound to it for the operation alone: sa is nil, as the account is not ours
 // to create or delete.
-func credential(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
-	om := metav1.ObjectMeta{Name: credentialName(c), Namespace: s.Namespace, Labels: operationLabels(s, c), OwnerReferences: ownedBy(s)}
+func credential(s subject, c *v1alpha1.ActiveOperation, reads ...rbacv1.PolicyRule) (*corev1.ServiceAccount, *rbacv1.Role, *rbacv1.RoleBinding) {
+	om := metav1.ObjectMeta{Name: credentialName(c), Namespace: s.GetNamespace(), Labels: operationLabels(s, c), OwnerReferences: ownedBy(s)}
 	var sa *corev1.ServiceAccount
-	if s.Spec.Execution.ServiceAccountName == "" {
+	if s.SubjectExecution().ServiceAccountName == "" {
 		sa = &corev1.ServiceAccount{ObjectMeta: om, AutomountServiceAccountToken: ptr.To(false)}
 	}
 	role := &rbacv1.Role{ObjectMeta: om, Rules: []rbacv1.PolicyRule{{
@@ -65,25 +65,18 @@ func credential(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*corev1.Se
 		Resources: []string{"ptahresultrecords"},
 		Verbs:     []string{"create"},
 	}}}
-	if p := s.Status.Plan; c.Type == v1alpha1.OperationApply && p != nil {
-		role.Rules = append(role.Rules, rbacv1.PolicyRule{
-			APIGroups:     []string{v1alpha1.GroupVersion.Group},
-			Resources:     []string{"ptahschemaplans"},
-			ResourceNames: []string{p.Name},
-			Verbs:         []string{"get"},
-		})
-	}
+	role.Rules = append(role.Rules, reads...)
 	rb := &rbacv1.RoleBinding{
 		ObjectMeta: om,
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: om.Name},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: podServiceAccount(s, c), Namespace: s.Namespace}},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: podServiceAccount(s, c), Namespace: s.GetNamespace()}},
 	}
 	return sa, role, rb
 }
 
 // podServiceAccount is the account the operation's Pod runs as.
-func podServiceAccount(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) string {
-	if n := s.Spec.Execution.ServiceAccountName; n != "" {
+func podServiceAccount(s subject, c *v1alpha1.ActiveOperation) string {
+	if n := s.SubjectExecution().ServiceAccountName; n != "" {
 		return n
 	}
 	return credentialName(c)
@@ -126,7 +119,13 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 // job is the Job the manager dispatches for claim c, as this release builds it.
 func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) *batchv1.Job {
 	op := operation(s, c, slices.Contains(r.PlainHTTP, registryHost(s.Spec.Desired.OCIRef)))
-	j := job(s, c, r.Binding.of(s), op)
+	var env []corev1.EnvVar
+	if pol := s.Spec.Desired.VerificationPolicyFrom; pol != nil && c.Type == v1alpha1.OperationVerify {
+		env = append(env, corev1.EnvVar{Name: runner.EnvPolicy, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: pol.Name}, Key: policyKey,
+		}}})
+	}
+	j := job(s, c, r.Binding.of(s), op, env...)
 	r.withDevDatabase(j, s, c)
 	return j
 }
@@ -139,7 +138,7 @@ func (r *SchemaReconciler) templateDigest(s *v1alpha1.PtahSchema, c *v1alpha1.Ac
 
 // job is the Job that runs one operation. Secrets reach it only as
 // secretKeyRefs: the manager never reads them.
-func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.ExecutionBinding, op runner.Operation) *batchv1.Job {
+func job(s subject, c *v1alpha1.ActiveOperation, b v1alpha1.ExecutionBinding, op runner.Operation, extra ...corev1.EnvVar) *batchv1.Job {
 	opJSON, err := json.Marshal(op)
 	if err != nil {
 		panic(err) // a plain struct
@@ -148,11 +147,11 @@ func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.Executi
 		{Name: runner.EnvProtocol, Value: b.RunnerProtocol},
 		{Name: runner.EnvOperation, Value: string(opJSON)},
 		{Name: runner.EnvDatabaseURL, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: s.Spec.Target.URLFrom.Name},
-			Key:                  s.Spec.Target.URLFrom.Key,
+			LocalObjectReference: corev1.LocalObjectReference{Name: s.SubjectTarget().URLFrom.Name},
+			Key:                  s.SubjectTarget().URLFrom.Key,
 		}}},
 	}
-	if auth := s.Spec.Desired.RegistryAuthFrom; auth != nil {
+	if auth := s.SubjectRegistryAuth(); auth != nil {
 		ref := func(name, key string, optional bool) corev1.EnvVar {
 			return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
 				LocalObjectReference: corev1.LocalObjectReference{Name: auth.Name}, Key: key, Optional: ptr.To(optional),
@@ -163,15 +162,11 @@ func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.Executi
 			ref(runner.EnvOCIUsername, "username", false),
 			ref(runner.EnvOCIPassword, "password", false))
 	}
-	if pol := s.Spec.Desired.VerificationPolicyFrom; pol != nil && c.Type == v1alpha1.OperationVerify {
-		env = append(env, corev1.EnvVar{Name: runner.EnvPolicy, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
-			LocalObjectReference: corev1.LocalObjectReference{Name: pol.Name}, Key: policyKey,
-		}}})
-	}
+	env = append(env, extra...)
 
 	labels := operationLabels(s, c)
 	podMeta := metav1.ObjectMeta{Labels: map[string]string{}, Annotations: map[string]string{}}
-	if pm := s.Spec.Execution.PodMetadata; pm != nil {
+	if pm := s.SubjectExecution().PodMetadata; pm != nil {
 		for k, v := range pm.Labels {
 			podMeta.Labels[k] = v
 		}
@@ -199,11 +194,11 @@ func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.Executi
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageReadFile,
 	}
-	if r := s.Spec.Execution.Resources; r != nil {
+	if r := s.SubjectExecution().Resources; r != nil {
 		container.Resources = *r
 	}
 	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: s.Namespace, Labels: labels, OwnerReferences: ownedBy(s)},
+		ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: s.GetNamespace(), Labels: labels, OwnerReferences: ownedBy(s)},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{
@@ -238,7 +233,7 @@ func job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, b v1alpha1.Executi
 			},
 		},
 	}
-	if d := s.Spec.Execution.Deadline; d != nil {
+	if d := s.SubjectExecution().Deadline; d != nil {
 		j.Spec.ActiveDeadlineSeconds = ptr.To(int64(d.Duration.Seconds()))
 	}
 	return j

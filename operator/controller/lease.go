@@ -33,9 +33,9 @@ func guarded(typ v1alpha1.OperationType) bool {
 }
 
 // leaseName names the lease of the database s targets.
-func leaseName(s *v1alpha1.PtahSchema) string {
-	u := s.Spec.Target.URLFrom
-	return "ptah-db-" + hexDigest(s.Namespace + "/" + u.Name + "/" + u.Key)[:16]
+func leaseName(s subject) string {
+	u := s.SubjectTarget().URLFrom
+	return "ptah-db-" + hexDigest(s.GetNamespace() + "/" + u.Name + "/" + u.Key)[:16]
 }
 
 func (r *SchemaReconciler) leaseDuration() time.Duration {
@@ -112,8 +112,8 @@ func (r *SchemaReconciler) acquire(ctx context.Context, s *v1alpha1.PtahSchema, 
 // the lease (changing owner references needs delete on leases, which the
 // manager otherwise never uses); a lease collected while another schema
 // still uses it is simply created again by its next operation.
-func leaseOwner(s *v1alpha1.PtahSchema) metav1.OwnerReference {
-	return metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindPtahSchema, Name: s.Name, UID: s.UID}
+func leaseOwner(s subject) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: v1alpha1.GroupVersion.String(), Kind: s.SubjectKind(), Name: s.GetName(), UID: s.GetUID()}
 }
 
 // reclaim takes the lease back for a running Apply whose hold lapsed (the

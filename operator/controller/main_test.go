@@ -130,7 +130,7 @@ const noAdmission = "ptah.run/test-approval-admission"
 // noAdmission=off, and makes alice an approver.
 func installAdmission(tb *mainTB) {
 	ctx := context.Background()
-	for _, f := range []string{"approval-stamp.yaml", "approval-approver.yaml", "record-stamp.yaml", "record-creator.yaml"} {
+	for _, f := range []string{"approval-stamp.yaml", "approval-approver.yaml", "acknowledgment-stamp.yaml", "acknowledgment-acknowledger.yaml", "record-stamp.yaml", "record-creator.yaml"} {
 		data, err := os.ReadFile(filepath.Join("..", "config", "admission", f))
 		if err != nil {
 			tb.Fatalf("%v", err)

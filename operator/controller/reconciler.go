@@ -459,22 +459,28 @@ func (f *foreignRecord) Error() string {
 // created, as admission stamped it, by the operation's own account from a
 // Pod of the claim's Job; any other is a *foreignRecord, never consumed.
 func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
+	return readRecord(ctx, rd, r.APIReader, r.resultTimeout(), s, c)
+}
+
+// readRecord is record for either kind: rd reads the record (the cache or
+// the API server), api the Pod its stamp names, within timeout.
+func readRecord(ctx context.Context, rd, api ctrl.Reader, timeout time.Duration, s subject, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
 	var rec v1alpha1.PtahResultRecord
-	ctx, cancel := context.WithTimeout(ctx, r.resultTimeout())
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	err := rd.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &rec)
+	err := rd.Get(ctx, types.NamespacedName{Namespace: s.GetNamespace(), Name: c.JobName}, &rec)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read PtahResultRecord %s/%s: %w", s.Namespace, c.JobName, err)
+		return nil, fmt.Errorf("read PtahResultRecord %s/%s: %w", s.GetNamespace(), c.JobName, err)
 	}
 	if rec.Spec.OperationID != c.ID || rec.Spec.Digest != c.CoordinationDigest ||
-		rec.Spec.Subject.Kind != v1alpha1.KindPtahSchema || rec.Spec.Subject.Name != s.Name {
+		rec.Spec.Subject.Kind != s.SubjectKind() || rec.Spec.Subject.Name != s.GetName() {
 		return nil, &foreignRecord{rec: &rec, why: fmt.Sprintf("it names operation %q of %s %s, not the active operation's id and digest",
 			rec.Spec.OperationID, rec.Spec.Subject.Kind, rec.Spec.Subject.Name)}
 	}
-	why, err := r.creatorMismatch(ctx, s, c, &rec)
+	why, err := creatorMismatch(ctx, api, s, c, &rec)
 	if err != nil {
 		return nil, err
 	}
@@ -488,9 +494,9 @@ const errUnstamped = "it carries no creator stamped by admission: install the re
 
 // creatorMismatch says why rec's admission stamp does not name the
 // operation's account and a Pod of its Job, or "".
-func (r *SchemaReconciler) creatorMismatch(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (string, error) {
+func creatorMismatch(ctx context.Context, api ctrl.Reader, s subject, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (string, error) {
 	by := rec.CreatedBy
-	account := "system:serviceaccount:" + s.Namespace + ":" + podServiceAccount(s, c)
+	account := "system:serviceaccount:" + s.GetNamespace() + ":" + podServiceAccount(s, c)
 	switch {
 	case by == nil:
 		return errUnstamped, nil
@@ -500,12 +506,12 @@ func (r *SchemaReconciler) creatorMismatch(ctx context.Context, s *v1alpha1.Ptah
 		return fmt.Sprintf("it was created by %s with a token bound to no Pod", by.Username), nil
 	}
 	var pod corev1.Pod
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: by.PodName}, &pod)
+	err := api.Get(ctx, types.NamespacedName{Namespace: s.GetNamespace(), Name: by.PodName}, &pod)
 	if apierrors.IsNotFound(err) {
 		return fmt.Sprintf("the Pod %s that created it no longer exists, so nothing shows it ran Job %s", by.PodName, c.JobName), nil
 	}
 	if err != nil {
-		return "", fmt.Errorf("read Pod %s/%s that created PtahResultRecord %s: %w", s.Namespace, by.PodName, rec.Name, err)
+		return "", fmt.Errorf("read Pod %s/%s that created PtahResultRecord %s: %w", s.GetNamespace(), by.PodName, rec.Name, err)
 	}
 	owner := metav1.GetControllerOf(&pod)
 	switch {

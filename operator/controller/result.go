@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -393,16 +394,37 @@ func (r *SchemaReconciler) finish(ctx context.Context, s *v1alpha1.PtahSchema, c
 	return reconcile.Result{}, nil
 }
 
-// issue creates the operation-bound credential: ServiceAccount, Role and
-// RoleBinding, each owned by the schema.
+// issue creates the operation-bound credential; an Apply's may also get
+// its one plan.
 func (r *SchemaReconciler) issue(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) error {
-	sa, role, rb := credential(s, c)
+	return issueCredential(ctx, r.Client, s, c, schemaReads(s, c)...)
+}
+
+// schemaReads is what a schema operation's credential may read besides
+// creating its record: an Apply's plan.
+func schemaReads(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) []rbacv1.PolicyRule {
+	p := s.Status.Plan
+	if c.Type != v1alpha1.OperationApply || p == nil {
+		return nil
+	}
+	return []rbacv1.PolicyRule{{
+		APIGroups:     []string{v1alpha1.GroupVersion.Group},
+		Resources:     []string{"ptahschemaplans"},
+		ResourceNames: []string{p.Name},
+		Verbs:         []string{"get"},
+	}}
+}
+
+// issueCredential creates the operation-bound credential: ServiceAccount,
+// Role and RoleBinding, each owned by the subject.
+func issueCredential(ctx context.Context, cl ctrl.Client, s subject, c *v1alpha1.ActiveOperation, reads ...rbacv1.PolicyRule) error {
+	sa, role, rb := credential(s, c, reads...)
 	objs := []ctrl.Object{role, rb}
 	if sa != nil {
 		objs = append([]ctrl.Object{sa}, objs...)
 	}
 	for _, o := range objs {
-		if err := r.Client.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := cl.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
 		}
 	}
@@ -411,14 +433,18 @@ func (r *SchemaReconciler) issue(ctx context.Context, s *v1alpha1.PtahSchema, c 
 
 // revoke deletes the operation's credential, which invalidates its token.
 func (r *SchemaReconciler) revoke(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
+	revokeCredential(ctx, r.Client, s, c)
+}
+
+func revokeCredential(ctx context.Context, cl ctrl.Client, s subject, c *v1alpha1.ActiveOperation) {
 	sa, role, rb := credential(s, c)
 	objs := []ctrl.Object{rb, role}
 	if sa != nil {
 		objs = append(objs, sa)
 	}
 	for _, o := range objs {
-		if err := r.Client.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-			log.FromContext(ctx).Error(err, "revoke a result credential; the schema's owner reference removes it later", "name", o.GetName())
+		if err := cl.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "revoke a result credential; the owner reference removes it later", "name", o.GetName())
 		}
 	}
 }

@@ -23,19 +23,19 @@ const (
 // setCondition is the only way conditions are written: it stamps the
 // generation the decision was made at, so a reader can tell a fresh verdict
 // from an old one.
-func setCondition(s *v1alpha1.PtahSchema, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&s.Status.Conditions, metav1.Condition{
+func setCondition(s subject, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(s.SubjectConditions(), metav1.Condition{
 		Type:               typ,
 		Status:             status,
 		Reason:             reason,
 		Message:            bound(message, maxConditionMessage),
-		ObservedGeneration: s.Generation,
+		ObservedGeneration: s.GetGeneration(),
 	})
 }
 
 // conditionIs reports whether typ is set with this status and reason.
-func conditionIs(s *v1alpha1.PtahSchema, typ string, status metav1.ConditionStatus, reason string) bool {
-	c := meta.FindStatusCondition(s.Status.Conditions, typ)
+func conditionIs(s subject, typ string, status metav1.ConditionStatus, reason string) bool {
+	c := meta.FindStatusCondition(*s.SubjectConditions(), typ)
 	return c != nil && c.Status == status && c.Reason == reason
 }
 

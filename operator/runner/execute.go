@@ -20,6 +20,8 @@ const (
 	desiredFile = "desired.sql"
 	planFile    = "plan.json"
 	policyFile  = "policy.json"
+	// migrationsDir receives the pulled migration files.
+	migrationsDir = "migrations"
 )
 
 // document is ptah's --json report with its result kept raw until the
@@ -51,7 +53,22 @@ func commands(op *Operation) [][]string {
 		return args
 	}
 	pull := oci("schema", "pull", op.OCIRef, "--out", desiredFile)
+	pullMigrations := oci("migrations", "pull", op.OCIRef, "--dir", migrationsDir)
+	connect := func(args ...string) []string {
+		if op.ConnectTimeout != "" {
+			args = append(args, "--connect-timeout", op.ConnectTimeout)
+		}
+		return append(args, "--json")
+	}
 	switch op.Type {
+	case OpMigrationObserve:
+		return [][]string{pullMigrations, connect("migrations", "status", "--dir", migrationsDir)}
+	case OpMigrationApply:
+		up := []string{"migrations", "up", "--dir", migrationsDir, "--expect-sequence", sequence(op.ExpectSequence)}
+		if op.LockTimeout != "" {
+			up = append(up, "--lock-timeout", op.LockTimeout)
+		}
+		return [][]string{pullMigrations, connect(up...)}
 	case OpResolve:
 		return [][]string{oci("oci", "resolve", op.OCIRef)}
 	case OpVerify:
@@ -125,7 +142,12 @@ func execute(ctx context.Context, cfg Config, env map[string]string, c *apiClien
 	}
 
 	var doc *document
-	for _, args := range commands(op) {
+	cmds := commands(op)
+	// last: the operation's own command ran, so doc is its report rather
+	// than that of a step before it.
+	last := false
+	for i, args := range cmds {
+		last = i == len(cmds)-1
 		fmt.Fprintf(cfg.Log, "runner: ptah %s %s\n", args[0], args[1])
 		cmd := exec.CommandContext(ctx, ptah, args...)
 		cmd.Dir, cmd.Env, cmd.Stderr = dir, cfg.Environ, cfg.Log
@@ -157,6 +179,19 @@ func execute(ctx context.Context, cfg Config, env map[string]string, c *apiClien
 			fail("ptah %s %s exited %d without a --json report", args[0], args[1], code)
 			return
 		}
+	}
+	if !last {
+		doc = nil
+	}
+	if op.Type == OpMigrationObserve || op.Type == OpMigrationApply {
+		// A failed run's report still says what it committed.
+		fields, err := migrationFields(doc, filepath.Join(dir, migrationsDir))
+		if err != nil {
+			fail("%v", err)
+			return
+		}
+		out.Fields = fields
+		return
 	}
 	fields, err := readFields(op, out, doc, dir)
 	if err != nil {

@@ -66,6 +66,14 @@ const (
 	OpPlan    = "plan"    // ptah schema pull + plan
 	OpApply   = "apply"   // ptah schema apply of the PtahSchemaPlan Operation.Plan names
 	OpProof   = "proof"   // ptah schema pull + plan after an Apply: converged only if empty
+	// OpMigrationObserve is ptah migrations pull + status: the database's
+	// migration history, its applied checksums verified against the
+	// artifact (an edited applied migration is refused), and what is pending.
+	OpMigrationObserve = "migration-observe"
+	// OpMigrationApply is ptah migrations pull + up of exactly the versions
+	// Operation.ExpectSequence names, under the ptah writer lock, each in its
+	// own transaction with its history row.
+	OpMigrationApply = "migration-apply"
 )
 
 // Operation is what one Job does, set by the manager in EnvOperation.
@@ -77,11 +85,13 @@ type Operation struct {
 	ID string `json:"id"`
 	// Digest covers the operation's inputs; the record must carry it back.
 	Digest string `json:"digest"`
-	// Schema is the PtahSchema's namespace/name, for the record's labels;
-	// SchemaUID makes the schema the record's owner.
+	// Schema is the subject's namespace/name, for the record's labels;
+	// SchemaUID makes the subject the record's owner. Kind is the subject's
+	// kind: PtahSchema when empty, or PtahMigration.
 	Namespace string `json:"namespace"`
 	Schema    string `json:"schema"`
 	SchemaUID string `json:"schemaUID,omitempty"`
+	Kind      string `json:"kind,omitempty"`
 	// RecordName is the name the PtahResultRecord must have.
 	RecordName string `json:"recordName"`
 	// OCIRef is the artifact: a tag for Resolve, a digest-pinned reference otherwise.
@@ -98,6 +108,10 @@ type Operation struct {
 	AllowDestructive bool   `json:"allowDestructive,omitempty"`
 	LockTimeout      string `json:"lockTimeout,omitempty"`
 	ConnectTimeout   string `json:"connectTimeout,omitempty"`
+	// ExpectSequence is the pending versions a migration Apply may apply,
+	// in order, as its plan listed them; any other pending set is refused
+	// before anything runs.
+	ExpectSequence []int64 `json:"expectSequence,omitempty"`
 }
 
 // Result is what the runner reports in the PtahResultRecord's spec.
@@ -142,6 +156,7 @@ const (
 const (
 	LabelSchema    = "operator.ptah.run/schema"
 	LabelOperation = "operator.ptah.run/operation"
+	LabelMigration = "operator.ptah.run/migration"
 )
 
 // How the runner's process exits. The record, never the Job's condition,

@@ -12,13 +12,17 @@ import (
 // record is the PtahResultRecord of an outcome. Its name, labels and echo of
 // the operation's id and digest let the manager match it to its claim.
 func record(op *Operation, out *Outcome) *v1alpha1.PtahResultRecord {
+	kind, label := v1alpha1.KindPtahSchema, LabelSchema
+	if op.Kind == v1alpha1.KindPtahMigration {
+		kind, label = v1alpha1.KindPtahMigration, LabelMigration
+	}
 	rec := &v1alpha1.PtahResultRecord{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: op.RecordName, Namespace: op.Namespace,
-			Labels: map[string]string{LabelSchema: op.Schema, LabelOperation: labelValue(op.ID)},
+			Labels: map[string]string{label: op.Schema, LabelOperation: labelValue(op.ID)},
 		},
 		Spec: v1alpha1.PtahResultRecordSpec{
-			Subject:        v1alpha1.ResultSubject{Kind: v1alpha1.KindPtahSchema, Name: op.Schema},
+			Subject:        v1alpha1.ResultSubject{Kind: kind, Name: op.Schema},
 			OperationID:    op.ID,
 			Digest:         op.Digest,
 			RunnerProtocol: ProtocolVersion,
@@ -28,7 +32,7 @@ func record(op *Operation, out *Outcome) *v1alpha1.PtahResultRecord {
 	if op.SchemaUID != "" {
 		// Not a controller reference, and blocking nothing: the record goes
 		// with its schema, and the runner needs no permission on the schema.
-		rec.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: v1alpha1.KindPtahSchema, Name: op.Schema, UID: types.UID(op.SchemaUID)}}
+		rec.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: kind, Name: op.Schema, UID: types.UID(op.SchemaUID)}}
 	}
 	if out.ChildExitCode >= 0 {
 		rec.Spec.ChildExitCode = ptr(int32(out.ChildExitCode))

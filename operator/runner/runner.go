@@ -115,7 +115,7 @@ func environment(environ []string) map[string]string {
 	return env
 }
 
-var knownOps = map[string]bool{OpResolve: true, OpVerify: true, OpObserve: true, OpPlan: true, OpApply: true, OpProof: true}
+var knownOps = map[string]bool{OpResolve: true, OpVerify: true, OpObserve: true, OpPlan: true, OpApply: true, OpProof: true, OpMigrationObserve: true, OpMigrationApply: true}
 
 // parseOperation returns the operation even when it is unusable, so that a
 // refusal can still be delivered to the record it names.
@@ -134,6 +134,10 @@ func parseOperation(s string) (*Operation, error) {
 		return &op, errors.New("the operation has no id, digest or schema")
 	case op.Type != OpApply && op.OCIRef == "":
 		return &op, fmt.Errorf("a %s operation needs an ociRef", op.Type)
+	case op.Kind != "" && op.Kind != v1alpha1.KindPtahSchema && op.Kind != v1alpha1.KindPtahMigration:
+		return &op, fmt.Errorf("the operation's subject kind %q is neither %s nor %s", op.Kind, v1alpha1.KindPtahSchema, v1alpha1.KindPtahMigration)
+	case op.Type == OpMigrationApply && len(op.ExpectSequence) == 0:
+		return &op, errors.New("a migration-apply operation names no versions in expectSequence; an Apply applies exactly what its plan listed")
 	}
 	return &op, nil
 }

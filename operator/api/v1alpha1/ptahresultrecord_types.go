@@ -52,6 +52,51 @@ type OperationResult struct {
 	// +kubebuilder:validation:MaxLength=128
 	// +optional
 	AppliedPlanFingerprint string `json:"appliedPlanFingerprint,omitempty"`
+	// Migrations is a migration Observe's or Apply's reading of the
+	// database's migration history against the artifact.
+	// +optional
+	Migrations *MigrationResult `json:"migrations,omitempty"`
+}
+
+// MigrationStatus is ptah's verdict on a migration history: Pending or
+// UpToDate from a reading, Applied, UpToDate, Failed, Partial or Unknown
+// from a run.
+// +kubebuilder:validation:Enum=UpToDate;Pending;Applied;Failed;Partial;Unknown
+type MigrationStatus string
+
+const (
+	MigrationUpToDate MigrationStatus = "UpToDate"
+	MigrationPending  MigrationStatus = "Pending"
+	MigrationApplied  MigrationStatus = "Applied"
+	MigrationFailed   MigrationStatus = "Failed"
+	MigrationPartial  MigrationStatus = "Partial"
+	MigrationUnknown  MigrationStatus = "Unknown"
+)
+
+// MigrationResult is what a migration operation established.
+type MigrationResult struct {
+	Status MigrationStatus `json:"status"`
+	// Current is the highest applied version, 0 when none.
+	// +kubebuilder:validation:Minimum=0
+	Current int64 `json:"current"`
+	// HistoryDigest is sha256 over the applied versions and their
+	// checksums, as read.
+	// +kubebuilder:validation:Pattern=`^sha256:[a-f0-9]{64}$`
+	// +optional
+	HistoryDigest string `json:"historyDigest,omitempty"`
+	// AppliedNow are the versions this run committed, in order.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	// +optional
+	AppliedNow []int64 `json:"appliedNow,omitempty"`
+	// FailedVersion is the version that failed, when one did.
+	// +optional
+	FailedVersion *int64 `json:"failedVersion,omitempty"`
+	// Pending are the versions not yet applied, with their checksums.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	// +optional
+	Pending []PendingMigration `json:"pending,omitempty"`
 }
 
 // OperationError is why an operation failed.

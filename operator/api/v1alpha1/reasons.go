@@ -3,14 +3,14 @@ package v1alpha1
 import corev1 "k8s.io/api/core/v1"
 
 // Kinds an Event may be recorded on (the "Recorded on" column of the Events
-// reference). PtahMigration is the versioned path, not yet in this package.
+// reference).
 const (
 	KindPtahSchema         = "PtahSchema"
 	KindPtahSchemaApproval = "PtahSchemaApproval"
 	KindPtahMigration      = "PtahMigration"
 )
 
-// Condition types on PtahSchema status. Readers decide on these, never on
+// Condition types on PtahSchema and PtahMigration status. Readers decide on these, never on
 // Event text.
 const (
 	ConditionInSync               = "InSync"
@@ -29,6 +29,9 @@ const (
 	// derived from the phase and the conditions above on every status write.
 	ConditionReconciling = "Reconciling"
 	ConditionStalled     = "Stalled"
+	// ConditionUnresolvedRun is True on a PtahMigration while an Apply whose
+	// outcome is not established is recorded (status.unresolvedRun).
+	ConditionUnresolvedRun = "UnresolvedRun"
 )
 
 // Condition reasons. They are CamelCase and stable: they are the interface.
@@ -98,6 +101,11 @@ const (
 	// Suspended=True/False, following spec.suspend.
 	ReasonSuspendedBySpec = "SuspendedBySpec"
 	ReasonNotSuspended    = "NotSuspended"
+
+	// UnresolvedRun=True: an Apply ended without establishing what it committed.
+	ReasonRunOutcomeUnknown = "RunOutcomeUnknown"
+	// UnresolvedRun=False: a reading of the history or an acknowledgment settled it.
+	ReasonRunSettled = "RunSettled"
 )
 
 // Event reasons: every row of the Events reference (seed 000). EventReasons

@@ -1,0 +1,140 @@
+package describe
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// Migration prints a PtahMigration's phase, applied version, current plan
+// (the pending versions and the checksums they are pinned to), the
+// unresolved run when one is recorded with how to acknowledge it, and its
+// conditions.
+func (r Reader) Migration(ctx context.Context, w io.Writer, name string, now time.Time) error {
+	m := &v1alpha1.PtahMigration{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, m); err != nil {
+		return fmt.Errorf("read ptahmigration %s in namespace %s: %w", name, r.Namespace, err)
+	}
+	st := m.Status
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	phase := string(st.Phase)
+	if phase == "" {
+		phase = "not yet reconciled"
+	}
+	fmt.Fprintf(tw, "PtahMigration:\t%s/%s\n", m.Namespace, m.Name)
+	fmt.Fprintf(tw, "Phase:\t%s (observed generation %d of %d)\n", phase, st.ObservedGeneration, m.Generation)
+	fmt.Fprintf(tw, "Migrations:\t%s\n", m.Spec.Migrations.OCIRef)
+	fmt.Fprintf(tw, "Target version:\t%s\n", m.Spec.TargetVersion)
+	if st.AppliedVersion > 0 {
+		fmt.Fprintf(tw, "Applied version:\t%d\n", st.AppliedVersion)
+	} else {
+		fmt.Fprintf(tw, "Applied version:\tnone read yet\n")
+	}
+	if op := st.ActiveOperation; op != nil {
+		fmt.Fprintf(tw, "Active operation:\t%s (attempt %d), Job %s\n", op.Type, op.Attempt, op.JobName)
+	}
+	if f := st.LastFailure; f != nil {
+		fmt.Fprintf(tw, "Last failure:\t%s: %s\n", f.Code, oneLine(f.Message))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if err := r.migrationPlan(ctx, w, m); err != nil {
+		return err
+	}
+	if u := st.UnresolvedRun; u != nil {
+		writeUnresolved(w, m, u)
+	}
+	fmt.Fprintln(w, "\nConditions:")
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  TYPE\tSTATUS\tREASON\tAGE\tMESSAGE")
+	for _, c := range st.Conditions {
+		stale := ""
+		if c.ObservedGeneration != m.Generation {
+			stale = fmt.Sprintf(" (generation %d)", c.ObservedGeneration)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s%s\n", c.Type, c.Status, c.Reason, age(now, c.LastTransitionTime), oneLine(c.Message), stale)
+	}
+	return tw.Flush()
+}
+
+// migrationPlan prints the plan status.plan names, read from its object: a
+// summary that disagrees with the plan it names is refused, not printed.
+func (r Reader) migrationPlan(ctx context.Context, w io.Writer, m *v1alpha1.PtahMigration) error {
+	s := m.Status.Plan
+	if s == nil || s.Name == "" {
+		fmt.Fprintln(w, "\nCurrent plan: none")
+		return nil
+	}
+	p := &v1alpha1.PtahMigrationPlan{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: s.Name}, p); err != nil {
+		return fmt.Errorf("read ptahmigrationplan %s named by ptahmigration %s: %w", s.Name, m.Name, err)
+	}
+	if p.Spec.MigrationRef.Name != m.Name || p.Spec.Fingerprint != s.Fingerprint {
+		return fmt.Errorf("ptahmigrationplan %s is for %s with fingerprint %s, not the %s of ptahmigration %s: refusing to print it",
+			p.Name, p.Spec.MigrationRef.Name, p.Spec.Fingerprint, s.Fingerprint, m.Name)
+	}
+	fmt.Fprintf(w, "\nCurrent plan: %s (from version %d, artifact %s)\n", p.Name, p.Spec.BaseVersion, p.Spec.ArtifactDigest)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  VERSION\tNAME\tCHECKSUM")
+	for _, v := range p.Spec.Pending {
+		fmt.Fprintf(tw, "  %d\t%s\t%s\n", v.Version, v.Name, v.Checksum)
+	}
+	return tw.Flush()
+}
+
+// writeUnresolved says what is unknown about the run and how a person who
+// found out settles it.
+func writeUnresolved(w io.Writer, m *v1alpha1.PtahMigration, u *v1alpha1.UnresolvedRun) {
+	versions := make([]string, len(u.Versions))
+	for i, v := range u.Versions {
+		versions[i] = fmt.Sprint(v)
+	}
+	fmt.Fprintf(w, "\nUnresolved run: operation %s (attempt %d, Job %s)\n", u.Operation, u.Attempt, u.JobName)
+	fmt.Fprintf(w, "  It was to apply versions %s after version %d", strings.Join(versions, ", "), u.FromVersion)
+	if u.Database != "" {
+		fmt.Fprintf(w, " to %s", u.Database)
+	}
+	fmt.Fprintf(w, ", and ended without establishing what it committed: %s\n", oneLine(u.Reason))
+	fmt.Fprintln(w, "  Nothing is planned until a reading settles it or a person acknowledges what it did:")
+	fmt.Fprintf(w, `
+    kubectl apply -n %s -f - <<'EOF'
+    apiVersion: %s
+    kind: PtahMigrationRunAcknowledgment
+    metadata:
+      name: %s
+    spec:
+      migrationName: %s
+      operation: %s
+      outcome: Partial            # Applied, NotApplied or Partial
+      lastCommittedVersion: %d    # the last version the run committed; leave out for NotApplied
+      note: how this was established
+    EOF
+`, m.Namespace, v1alpha1.GroupVersion.String(), ackName(m.Name, u.Operation), m.Name, u.Operation, lastOr(u))
+}
+
+func ackName(migration, operation string) string {
+	hex := strings.TrimPrefix(operation, "sha256:")
+	if len(hex) > 12 {
+		hex = hex[:12]
+	}
+	name := migration + "-ack-" + hex
+	if len(name) > 253 {
+		name = name[:253]
+	}
+	return name
+}
+
+func lastOr(u *v1alpha1.UnresolvedRun) int64 {
+	if n := len(u.Versions); n > 0 {
+		return u.Versions[0]
+	}
+	return u.FromVersion
+}
