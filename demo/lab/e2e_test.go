@@ -282,9 +282,11 @@ func applyOutlivesSuspendAndRestart(t *testing.T, l *Lab, ctx context.Context) {
 		return l.kubectlCmd(ctx, sql, "-n", Namespace, "exec", "-i", "deployment/"+psqlDeployment, "--",
 			"sh", "-c", `exec psql "$DATABASE_URL" -X -q -t -A -v ON_ERROR_STOP=1 -f -`)
 	}
+	// The lock is held until the test cancels the session's sleep, which
+	// ends its transaction.
 	locked := make(chan error, 1)
 	go func() {
-		_, err := psql("BEGIN; LOCK TABLE customers IN ACCESS SHARE MODE; SELECT pg_sleep(40); COMMIT;")
+		_, err := psql("SET application_name = 'e2e-locker'; BEGIN; LOCK TABLE customers IN ACCESS SHARE MODE; SELECT pg_sleep(150); COMMIT;")
 		locked <- err
 	}()
 	var out bytes.Buffer
@@ -302,6 +304,8 @@ func applyOutlivesSuspendAndRestart(t *testing.T, l *Lab, ctx context.Context) {
 	if _, err := l.kubectlCmd(ctx, doc, "apply", "-f", "-"); err != nil {
 		t.Fatal(err)
 	}
+	// Long enough for the suspend and the restart below (the default is 30s).
+	kubectl("-n", Namespace, "patch", "ptahschema", "storefront", "--type=merge", "-p", `{"spec":{"policy":{"lockTimeout":"3m"}}}`)
 	applies := func() []string {
 		return strings.Fields(kubectl("-n", Namespace, "get", "jobs", "-l", "operator.ptah.run/op=apply", "-o", "jsonpath={.items[*].metadata.uid}"))
 	}
@@ -325,8 +329,11 @@ func applyOutlivesSuspendAndRestart(t *testing.T, l *Lab, ctx context.Context) {
 	if got := applies(); len(got) != before+1 || got[before] != apply {
 		t.Fatalf("the waiting Apply Job was deleted or replaced by the suspend or the manager's restart: %v, want %s", got, apply)
 	}
-	if err := <-locked; err != nil {
-		t.Fatalf("the session holding the lock: %v", err)
+	if _, err := psql("select pg_cancel_backend(pid) from pg_stat_activity where application_name = 'e2e-locker'"); err != nil {
+		t.Fatalf("release the lock: %v", err)
+	}
+	if err := <-locked; err == nil {
+		t.Fatalf("the session holding the lock ended by itself, not when the test released it")
 	}
 	if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "wait", "ptahschema/storefront",
 		"--for=jsonpath={.status.conditions[?(@.type==\"Suspended\")].status}=True", "--timeout=3m"); err != nil {
