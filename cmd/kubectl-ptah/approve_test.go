@@ -14,11 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ptah.run/operator/acceptance/testenv"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/runner"
 )
@@ -30,21 +28,9 @@ import (
 // events` shows what was recorded on the schema and its approvals.
 func TestApproveAndEvents(t *testing.T) {
 	dir := filepath.Join("..", "..", "operator", "config")
-	api := testenv.StartAPIServer(t, testenv.WithCRDs(filepath.Join(dir, "crd", "bases")))
-	scheme := runtime.NewScheme()
-	_ = v1alpha1.AddToScheme(scheme)
-	_ = corev1.AddToScheme(scheme)
-	c, err := client.New(api.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, c, must := cluster(t)
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	var err error
 	for _, f := range []string{"approval-stamp.yaml", "approval-approver.yaml"} {
 		data, err := os.ReadFile(filepath.Join(dir, "admission", f))
 		must(err)

@@ -3,16 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ptah.run/operator/acceptance/testenv"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/runner"
 )
@@ -20,22 +16,9 @@ import (
 // TestPluginReadsTheKubeconfigsCluster runs the plugin's command line the
 // way kubectl does, against a real API server named by KUBECONFIG.
 func TestPluginReadsTheKubeconfigsCluster(t *testing.T) {
-	dir := filepath.Join("..", "..", "operator", "config", "crd", "bases")
-	api := testenv.StartAPIServer(t, testenv.WithCRDs(filepath.Join(dir, "operator.ptah.run_ptahschemas.yaml"), filepath.Join(dir, "operator.ptah.run_ptahschemaplans.yaml")))
-	scheme := runtime.NewScheme()
-	_ = v1alpha1.AddToScheme(scheme)
-	_ = corev1.AddToScheme(scheme)
-	c, err := client.New(api.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, c, must := cluster(t, "operator.ptah.run_ptahschemas.yaml", "operator.ptah.run_ptahschemaplans.yaml")
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	var err error
 	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}))
 	r := &v1alpha1.PlanResult{BaseFingerprint: "sha256:base", DesiredFingerprint: "sha256:desired",
 		Statements: []v1alpha1.Statement{{SQL: `CREATE TABLE "orders" ("id" bigint)`, Severity: v1alpha1.SeveritySafe, Reason: `create table "orders"`}}}

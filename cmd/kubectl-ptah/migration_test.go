@@ -3,16 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ptah.run/operator/acceptance/testenv"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
 
@@ -20,22 +16,8 @@ import (
 // unresolved run from a real API server, as the manager would have written
 // them, and refuses a plan that is not the one its status names.
 func TestPluginShowsMigrations(t *testing.T) {
-	dir := filepath.Join("..", "..", "operator", "config", "crd", "bases")
-	api := testenv.StartAPIServer(t, testenv.WithCRDs(filepath.Join(dir, "operator.ptah.run_ptahmigrations.yaml"), filepath.Join(dir, "operator.ptah.run_ptahmigrationplans.yaml")))
-	scheme := runtime.NewScheme()
-	_ = v1alpha1.AddToScheme(scheme)
-	_ = corev1.AddToScheme(scheme)
-	c, err := client.New(api.Config, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	api, c, must := cluster(t, "operator.ptah.run_ptahmigrations.yaml", "operator.ptah.run_ptahmigrationplans.yaml")
 	ctx := context.Background()
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
 	const sum = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}))
 	must(c.Create(ctx, &v1alpha1.PtahMigrationPlan{ObjectMeta: metav1.ObjectMeta{Name: "ledger-1", Namespace: "team"},

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/runner"
+	"ptah.run/operator/operator/describe"
 )
 
 // Approve creates a PtahSchemaApproval for the plan schema awaits, named
@@ -34,14 +34,12 @@ func Approve(ctx context.Context, c client.Client, namespace, schema, name strin
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: p.Name}, &plan); err != nil {
 		return nil, fmt.Errorf("read the plan ptahschema %s awaits, %s: %w", schema, p.Name, err)
 	}
-	digest, err := runner.PlanDigest(&v1alpha1.PlanResult{BaseFingerprint: plan.Spec.BaseFingerprint, DesiredFingerprint: plan.Spec.DesiredFingerprint,
-		Destructive: plan.Spec.Destructive, Statements: plan.Spec.Statements}, nil)
-	if err != nil {
-		return nil, err
+	if err := describe.CheckDigest(&plan); err != nil {
+		return nil, fmt.Errorf("not approved: %w", err)
 	}
-	if plan.Spec.Fingerprint != p.Fingerprint || plan.Spec.Digest != p.Digest || digest != p.Digest {
-		return nil, fmt.Errorf("plan %s does not match what ptahschema %s records (fingerprint %s, digest %s; its statements digest to %s): not approved",
-			p.Name, schema, p.Fingerprint, p.Digest, digest)
+	if plan.Spec.Fingerprint != p.Fingerprint || plan.Spec.Digest != p.Digest {
+		return nil, fmt.Errorf("plan %s does not match what ptahschema %s records (fingerprint %s, digest %s; the plan says %s, %s): not approved",
+			p.Name, schema, p.Fingerprint, p.Digest, plan.Spec.Fingerprint, plan.Spec.Digest)
 	}
 	if name == "" {
 		name = schema + "-" + strings.TrimPrefix(p.Fingerprint, "sha256:")[:8]

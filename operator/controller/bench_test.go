@@ -33,25 +33,9 @@ const benchSchemas = 200
 // throughput, not ptah's. It reports schemas/s and the manager's peak and
 // final resident set size.
 func BenchmarkReconcile200Schemas(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
-	}
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	fake := jobsim.NoChangePtah(b, digest)
-	mgr := exec.Command(bin, "--executor-image=ptah-executor:bench", "--plain-http-registries="+shared.reg.Host,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kubeconfig="+shared.api.Kubeconfig)
-	logs := &syncBuffer{}
-	mgr.Stdout, mgr.Stderr = logs, logs
-	if err := mgr.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = mgr.Process.Kill()
-		_ = mgr.Wait()
-	})
+	mgr, logs := managerProcess(b)
 	ctx := context.Background()
 	var total time.Duration
 	b.ResetTimer()
@@ -118,6 +102,29 @@ func BenchmarkReconcile200Schemas(b *testing.B) {
 	b.ReportMetric(rss/1024, "MiB-rss")
 }
 
+// managerProcess builds cmd/manager and runs it as a process of its own
+// (so its memory is its own) against the shared API server until b ends.
+func managerProcess(b *testing.B) (*exec.Cmd, *syncBuffer) {
+	bin := filepath.Join(b.TempDir(), "manager")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
+	build.Dir = filepath.Join("..", "..")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
+	}
+	mgr := exec.Command(bin, "--executor-image=ptah-executor:bench", "--plain-http-registries="+shared.reg.Host,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kubeconfig="+shared.api.Kubeconfig)
+	logs := &syncBuffer{}
+	mgr.Stdout, mgr.Stderr = logs, logs
+	if err := mgr.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = mgr.Process.Kill()
+		_ = mgr.Wait()
+	})
+	return mgr, logs
+}
+
 // procMemory reads VmHWM and VmRSS (KiB) of pid.
 func procMemory(b *testing.B, pid int) (hwm, rss float64) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
@@ -168,28 +175,12 @@ const benchTables = 2000
 // the Apply's runner. It reports the seconds to InSync and the manager's
 // peak and final resident set size.
 func BenchmarkApply2000Tables(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "manager")
-	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
-	}
 	var ddl strings.Builder
 	for n := 0; n < benchTables; n++ {
 		fmt.Fprintf(&ddl, "CREATE TABLE t%04d (id bigint PRIMARY KEY, name text NOT NULL, created timestamptz NOT NULL DEFAULT now());\n", n)
 	}
 	ref := push(b, "wide", ddl.String())
-	mgr := exec.Command(bin, "--executor-image=ptah-executor:bench", "--plain-http-registries="+shared.reg.Host,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kubeconfig="+shared.api.Kubeconfig)
-	logs := &syncBuffer{}
-	mgr.Stdout, mgr.Stderr = logs, logs
-	if err := mgr.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		_ = mgr.Process.Kill()
-		_ = mgr.Wait()
-	})
+	mgr, logs := managerProcess(b)
 	ctx := context.Background()
 	var total time.Duration
 	b.ResetTimer()

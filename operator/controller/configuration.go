@@ -49,20 +49,26 @@ func (r *SchemaReconciler) misconfigured(ctx context.Context, s *v1alpha1.PtahSc
 // configurationFailure turns the kubelet's message into one that names the
 // object, the key, the spec field that names it and the fix.
 func configurationFailure(s *v1alpha1.PtahSchema, kubelet string) failure {
-	f := failure{configuration: true, notStarted: true}
 	if m := missingObject.FindStringSubmatch(kubelet); m != nil {
-		kind, name := kindName(m[1]), m[2]
+		return missing(s, kindName(m[1]), m[2], "")
+	}
+	if m := missingKey.FindStringSubmatch(kubelet); m != nil {
+		return missing(s, m[2], m[3], m[1])
+	}
+	return failure{configuration: true, notStarted: true, code: "pod_configuration", message: "the operation's Pod cannot be configured: " + kubelet}
+}
+
+// missing is the configuration failure of a Secret or ConfigMap (kind) the
+// spec names that does not exist, or, with key, lacks that key.
+func missing(s *v1alpha1.PtahSchema, kind, name, key string) failure {
+	f := failure{configuration: true, notStarted: true}
+	if key == "" {
 		f.code = strings.ToLower(kind) + "_missing"
 		f.message = fmt.Sprintf("%s %s/%s, named by %s, does not exist: create it, or name one that does", kind, s.Namespace, name, namedBy(s, kind, name))
 		return f
 	}
-	if m := missingKey.FindStringSubmatch(kubelet); m != nil {
-		key, kind, name := m[1], m[2], m[3]
-		f.code = strings.ToLower(kind) + "_key_missing"
-		f.message = fmt.Sprintf("%s %s/%s, named by %s, has no key %s: add the key, or name the one that holds the value", kind, s.Namespace, name, namedBy(s, kind, name), key)
-		return f
-	}
-	f.code, f.message = "pod_configuration", "the operation's Pod cannot be configured: "+kubelet
+	f.code = strings.ToLower(kind) + "_key_missing"
+	f.message = fmt.Sprintf("%s %s/%s, named by %s, has no key %s: add the key, or name the one that holds the value", kind, s.Namespace, name, namedBy(s, kind, name), key)
 	return f
 }
 
@@ -116,11 +122,11 @@ func (r *SchemaReconciler) missingPolicy(ctx context.Context, s *v1alpha1.PtahSc
 	case err != nil && !apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("read the verification policy ConfigMap %s/%s: %w", s.Namespace, ref.Name, err)
 	case err != nil:
-		f := configurationFailure(s, fmt.Sprintf(`configmap %q not found`, ref.Name))
+		f := missing(s, "ConfigMap", ref.Name, "")
 		return &f, nil
 	}
 	if _, ok := cm.Data[policyKey]; !ok {
-		f := configurationFailure(s, fmt.Sprintf("couldn't find key %s in ConfigMap %s/%s", policyKey, s.Namespace, ref.Name))
+		f := missing(s, "ConfigMap", ref.Name, policyKey)
 		return &f, nil
 	}
 	return nil, nil

@@ -55,7 +55,7 @@ func (r Reader) Plan(ctx context.Context, w io.Writer, name string, applied bool
 	if err != nil {
 		return err
 	}
-	if err := checkDigest(p); err != nil {
+	if err := CheckDigest(p); err != nil {
 		return err
 	}
 	switch format {
@@ -103,9 +103,9 @@ func (r Reader) findPlan(ctx context.Context, s *v1alpha1.PtahSchema, applied bo
 	return nil, fmt.Errorf("ptahschema %s last applied plan %s, and no ptahschemaplan with that fingerprint is left in namespace %s", s.Name, s.Status.Applied.PlanFingerprint, s.Namespace)
 }
 
-// checkDigest rebuilds ptah's plan document from the stored plan and checks
+// CheckDigest rebuilds ptah's plan document from the stored plan and checks
 // that it digests to what the plan says.
-func checkDigest(p *v1alpha1.PtahSchemaPlan) error {
+func CheckDigest(p *v1alpha1.PtahSchemaPlan) error {
 	_, err := runner.PlanDocument(&v1alpha1.PlanResult{
 		Fingerprint: p.Spec.Fingerprint, BaseFingerprint: p.Spec.BaseFingerprint, DesiredFingerprint: p.Spec.DesiredFingerprint,
 		Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Statements: p.Spec.Statements,
