@@ -112,7 +112,31 @@ type Operation struct {
 	// in order, as its plan listed them; any other pending set is refused
 	// before anything runs.
 	ExpectSequence []int64 `json:"expectSequence,omitempty"`
+	// Attempt is the claim's attempt; a legacy result's summary names it.
+	Attempt int32 `json:"attempt,omitempty"`
+	// ResultTransport is how the result is delivered: TransportDurable
+	// (empty) or TransportLegacy. The Job records the same in its
+	// AnnotationResultTransport, and the manager reads what the Job says.
+	ResultTransport string `json:"resultTransport,omitempty"`
 }
+
+// Result transports. Durable: the runner creates a PtahResultRecord with the
+// operation-bound credential. Legacy: the runner needs no credential and no
+// API; it writes the record's spec as one frame (package resultlog) as the
+// last line of its container log, quoting every other line, and a summary
+// of it to TerminationLog, the Pod's termination message. Only operations
+// that read nothing through the API can run under it: a schema Apply reads
+// its plan, so it is refused there.
+const (
+	TransportDurable = "durable"
+	TransportLegacy  = "legacy"
+	// AnnotationResultTransport on a Job names its transport; a Job without
+	// it (made before the annotation existed) is durable.
+	AnnotationResultTransport = "operator.ptah.run/result-transport"
+	// TerminationLog is where the kubelet reads a container's termination
+	// message (terminationMessagePath's default).
+	TerminationLog = "/dev/termination-log"
+)
 
 // Result is what the runner reports in the PtahResultRecord's spec.
 type Result struct {

@@ -31,8 +31,13 @@ type Config struct {
 	// CredentialTimeout bounds the wait for the result credential (default 2m).
 	CredentialTimeout time.Duration
 	// Log receives the runner's own lines and ptah's stderr. Neither ever
-	// holds the environment's values.
+	// holds the environment's values. Under the legacy transport it is the
+	// result channel too: the frame is written to it as is, everything
+	// else through a resultlog.Quote.
 	Log io.Writer
+	// TerminationLog is the termination message file a legacy result's
+	// summary is written to (default TerminationLog).
+	TerminationLog string
 }
 
 // Outcome is what one run produced: the protocol's Result and the fields
@@ -63,6 +68,9 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		out.Error = &Error{Code: ErrProtocolMismatch, Message: fmt.Sprintf("the manager speaks runner protocol %q; this runner speaks %q and refused the Job before starting ptah", got, ProtocolVersion)}
 	case opErr != nil:
 		out.Error = &Error{Code: ErrOperation, Message: opErr.Error()}
+	}
+	if op != nil && op.ResultTransport == TransportLegacy {
+		return runLegacy(ctx, cfg, env, op, out)
 	}
 	if op == nil || op.RecordName == "" || op.Namespace == "" {
 		return out, fmt.Errorf("no record can be delivered: %s names no record and namespace (%v); the manager must set them", EnvOperation, out.Error)
@@ -95,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CAPath == "" {
 		c.CAPath = CAPath
+	}
+	if c.TerminationLog == "" {
+		c.TerminationLog = TerminationLog
 	}
 	if c.CredentialTimeout == 0 {
 		c.CredentialTimeout = 2 * time.Minute
@@ -138,6 +149,10 @@ func parseOperation(s string) (*Operation, error) {
 		return &op, fmt.Errorf("the operation's subject kind %q is neither %s nor %s", op.Kind, v1alpha1.KindPtahSchema, v1alpha1.KindPtahMigration)
 	case op.Type == OpMigrationApply && len(op.ExpectSequence) == 0:
 		return &op, errors.New("a migration-apply operation names no versions in expectSequence; an Apply applies exactly what its plan listed")
+	case op.ResultTransport != "" && op.ResultTransport != TransportDurable && op.ResultTransport != TransportLegacy:
+		return &op, fmt.Errorf("result transport %q is neither %s nor %s", op.ResultTransport, TransportDurable, TransportLegacy)
+	case op.ResultTransport == TransportLegacy && op.Type == OpApply:
+		return &op, errors.New("a schema Apply reads its plan through the API with the operation's credential, which the legacy result transport does not have; run it with the durable transport")
 	}
 	return &op, nil
 }
