@@ -139,6 +139,12 @@ func (r *SchemaReconciler) templateDigest(s *v1alpha1.PtahSchema, c *v1alpha1.Ac
 // job is the Job that runs one operation. Secrets reach it only as
 // secretKeyRefs: the manager never reads them.
 func job(s subject, c *v1alpha1.ActiveOperation, b v1alpha1.ExecutionBinding, op runner.Operation, extra ...corev1.EnvVar) *batchv1.Job {
+	transport := runner.TransportDurable
+	if op.ResultTransport == runner.TransportLegacy {
+		// A legacy summary names its attempt; a durable record's digest
+		// already binds it, so durable Pod templates stay as they were.
+		transport, op.Attempt = runner.TransportLegacy, c.Attempt
+	}
 	opJSON, err := json.Marshal(op)
 	if err != nil {
 		panic(err) // a plain struct
@@ -198,7 +204,8 @@ func job(s subject, c *v1alpha1.ActiveOperation, b v1alpha1.ExecutionBinding, op
 		container.Resources = *r
 	}
 	j := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: s.GetNamespace(), Labels: labels, OwnerReferences: ownedBy(s)},
+		ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: s.GetNamespace(), Labels: labels, OwnerReferences: ownedBy(s),
+			Annotations: map[string]string{runner.AnnotationResultTransport: transport}},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: ptr.To[int32](0),
 			Template: corev1.PodTemplateSpec{

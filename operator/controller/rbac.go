@@ -21,7 +21,9 @@ package controller
 // controller's Pod refusals and created by leader election; the manager's
 // own Events are events.k8s.io, patched when they repeat. Database URLs and
 // registry passwords reach Pods by secretKeyRef, so the manager never reads a
-// Secret. TestManagerClusterRole fails when a rule is missing or unused.
+// Secret. A Job dispatched under the legacy result transport delivers its
+// result in its Pod's log, hence pods/log get. TestManagerClusterRole fails
+// when a rule is missing or unused.
 //
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas,verbs=list;watch
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas/status,verbs=update
@@ -34,6 +36,7 @@ package controller
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;create;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=create;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,9 @@ type Run struct {
 	Err error
 	// Log is everything the runner and ptah wrote to the Pod's log.
 	Log string
+	// RunnerLog is the runner container's own log, as the kubelet would
+	// serve it for that container (Log adds the sidecars' and jobsim's).
+	RunnerLog string
 	// Refusals are the API server's answers to refused Pod creations.
 	Refusals []string
 	// Condition is the Job's final condition type (Complete or Failed).
@@ -340,8 +344,11 @@ func (k *Kubelet) handle(ctx context.Context, job *batchv1.Job) {
 	cfg.TokenPath = filepath.Join(root, runner.TokenPath)
 	cfg.CAPath = filepath.Join(root, runner.CAPath)
 	cfg.WorkDir = filepath.Join(root, "tmp")
-	if err := os.MkdirAll(cfg.WorkDir, 0o1777); err != nil {
-		panic(err)
+	cfg.TerminationLog = filepath.Join(root, runner.TerminationLog)
+	for _, d := range []string{cfg.WorkDir, filepath.Dir(cfg.TerminationLog)} {
+		if err := os.MkdirAll(d, 0o1777); err != nil {
+			panic(err)
+		}
 	}
 	outcome, runErr := runner.Run(ctx, cfg)
 	exit := runner.ExitDelivered
@@ -349,8 +356,9 @@ func (k *Kubelet) handle(ctx context.Context, job *batchv1.Job) {
 		exit = runner.ExitUndelivered
 		fmt.Fprintf(&log, "ptah-runner: %v\n", runErr)
 	}
+	runnerLog := log.String()
 	log.WriteString(sc.stop())
-	k.update(job, func(r *Run) { r.Outcome, r.Err, r.Log = outcome, runErr, log.String() })
+	k.update(job, func(r *Run) { r.Outcome, r.Err, r.Log, r.RunnerLog = outcome, runErr, log.String(), runnerLog })
 	if ctx.Err() != nil {
 		if jobExists(k.cs, job) {
 			deadline()
@@ -358,12 +366,42 @@ func (k *Kubelet) handle(ctx context.Context, job *batchv1.Job) {
 		return
 	}
 	bg := context.WithoutCancel(ctx)
-	k.podPhase(bg, pod, podPhaseOf(exit), &corev1.ContainerStateTerminated{ExitCode: int32(exit), Reason: terminationReason(exit), StartedAt: start, FinishedAt: metav1.Now()})
+	k.podPhase(bg, pod, podPhaseOf(exit), &corev1.ContainerStateTerminated{ExitCode: int32(exit), Reason: terminationReason(exit),
+		Message: terminationMessage(cfg.TerminationLog), StartedAt: start, FinishedAt: metav1.Now()})
 	if exit == 0 {
 		k.finish(bg, job, pod, batchv1.JobComplete, "", "")
 	} else {
 		k.finish(bg, job, pod, batchv1.JobFailed, batchv1.JobReasonBackoffLimitExceeded, "Job has reached the specified backoff limit")
 	}
+}
+
+// terminationMessage is what the kubelet reports of a container's
+// termination message file: at most its first 4096 bytes.
+func terminationMessage(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	if len(b) > maxTerminationMessage {
+		b = b[:maxTerminationMessage]
+	}
+	return string(b)
+}
+
+// maxTerminationMessage is the kubelet's bound on one container's message.
+const maxTerminationMessage = 4096
+
+// PodLog is the log of the runner container of the Pod namespace/pod, as the
+// kubelet would serve it, once the container has run; ok is false before.
+func (k *Kubelet) PodLog(namespace, pod string) (log string, ok bool) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for key, r := range k.runs {
+		if r.Pod == pod && strings.HasPrefix(key, namespace+"/") && r.Outcome != nil {
+			return r.RunnerLog, true
+		}
+	}
+	return "", false
 }
 
 func podPhaseOf(exit int) corev1.PodPhase {
