@@ -21,6 +21,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
@@ -29,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/runner"
 )
 
 // TestManagerClusterRole runs the manager as the install runs it: as the
@@ -44,8 +46,12 @@ func TestManagerClusterRole(t *testing.T) {
 	t.Parallel()
 	calls := &callLog{}
 	var lost, unrecorded atomic.Bool
+	var managerCfg *rest.Config
 	e := newEnv(t, func(o *envOption) {
-		o.config = func(e *env) *rest.Config { return shippedManager(e, calls) }
+		o.config = func(e *env) *rest.Config {
+			managerCfg = shippedManager(e, calls)
+			return managerCfg
+		}
 		o.manager = func(mo *ctrl.Options) {
 			mo.LeaderElection = true
 			mo.LeaderElectionNamespace = "ptah-system"
@@ -109,6 +115,8 @@ func TestManagerClusterRole(t *testing.T) {
 	inSync(e)
 	e.await("ghost", "ReconciliationFailed=True (ConfigurationError)", 10*time.Second,
 		condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError))
+
+	legacyLogRead(t, e, managerCfg)
 
 	role := shippedRole(t)
 	// What the manager does after convergence (pruning, Event series) runs
@@ -439,4 +447,42 @@ func TestMissingRuleIsRefused(t *testing.T) {
 	if n := len(e.jobs("")); n != 0 {
 		t.Errorf("%d Jobs created without the permission to create them", n)
 	}
+}
+
+// legacyLogRead reads, as the manager's identity and through the manager's
+// own reader (ClientsetLogs), the result of a finished legacy Job from its
+// Pod's log, the one read no PtahSchema makes. envtest runs no kubelet, so
+// the API server authorizes the request and, with no node to fetch the log
+// from, answers with an empty one: what this proves is that the shipped
+// role lets the manager ask (the second subtest below fails when nothing
+// used pods/log get), not what a kubelet serves (TestLegacyResultRead).
+func legacyLogRead(t *testing.T, e *env, cfg *rest.Config) {
+	t.Helper()
+	ctx := context.Background()
+	m := &v1alpha1.PtahMigration{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: e.ns}, Spec: v1alpha1.PtahMigrationSpec{
+		Target:     v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: "shop-db", Key: "url"}},
+		Migrations: v1alpha1.MigrationsSource{OCIRef: "oci://r.example/ledger@sha256:" + strings.Repeat("0", 64)},
+	}}
+	must(t, shared.c.Create(ctx, m))
+	c := subjectClaim(m, m.Spec, "", "", v1alpha1.OperationObserve, 1, e.rec.Binding.of(m), time.Now())
+	j := job(m, c, e.rec.Binding.of(m), runner.Operation{Type: runner.OpMigrationObserve, ResultTransport: runner.TransportLegacy})
+	// Its finished Pod is made by hand (admin), and the Job itself is not
+	// created, so no kubelet runs it: only the read is the manager's.
+	j.UID = types.UID("legacy-" + e.ns)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: j.Name + "-pod", Namespace: e.ns,
+		Labels: map[string]string{"batch.kubernetes.io/controller-uid": string(j.UID)}}, Spec: j.Spec.Template.Spec}
+	must(t, shared.c.Create(ctx, pod))
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: runnerContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0}}}}
+	must(t, shared.c.Status().Update(ctx, pod))
+	cs, err := kubernetes.NewForConfig(cfg)
+	must(t, err)
+	api, err := client.New(cfg, client.Options{Scheme: shared.sch})
+	must(t, err)
+	now := time.Now()
+	_, lr, err := jobResult(ctx, api, api, ClientsetLogs{cs}, 5*time.Second, m, c, j, now, now)
+	if err != nil || lr == nil || !strings.Contains(lr.Unreadable, "it holds no result frame") {
+		t.Errorf("the manager reading a legacy Job's Pod log: %v, %+v; want the API server's empty log of a Pod no node runs", err, lr)
+	}
+	must(t, shared.c.Delete(ctx, pod))
+	must(t, shared.c.Delete(ctx, m))
 }
