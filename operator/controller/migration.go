@@ -100,13 +100,15 @@ func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1
 	if restarted, err := r.retire(ctx, m); restarted || err != nil {
 		return reconcile.Result{Requeue: err == nil}, err
 	}
-	if m.Status.ActiveOperation != nil {
-		return r.follow(ctx, m)
-	}
+	// An acknowledgment settles an unresolved run even while a reading
+	// waits for its retry; the reading is claimed anew.
 	if m.Status.UnresolvedRun != nil {
 		if settled, err := r.acknowledged(ctx, m); settled || err != nil {
 			return reconcile.Result{Requeue: err == nil}, err
 		}
+	}
+	if m.Status.ActiveOperation != nil {
+		return r.follow(ctx, m)
 	}
 	if m.Spec.Suspend {
 		return r.hold(ctx, m)

@@ -210,6 +210,9 @@ func (e *env) query(q string) string {
 // "!" after one left dirty.
 func (e *env) history() string {
 	e.t.Helper()
+	if e.query("SELECT (to_regclass('ptah.migration_revisions') IS NOT NULL)::text") != "true" {
+		return ""
+	}
 	return e.query("SELECT coalesce(string_agg(version::text || (CASE WHEN dirty THEN '!' ELSE '' END), ' ' ORDER BY version), '') FROM ptah.migration_revisions")
 }
 

@@ -29,9 +29,9 @@ const (
 	FinalizerMigration      = "operator.ptah.run/migration"
 )
 
-// database names the target as the manager knows it: by its Secret
+// migrationDatabase names the target as the manager knows it: by its Secret
 // reference, never by a URL it does not read.
-func database(m *v1alpha1.PtahMigration) string {
+func migrationDatabase(m *v1alpha1.PtahMigration) string {
 	u := m.Spec.Target.URLFrom
 	return fmt.Sprintf("Secret %s key %s", u.Name, u.Key)
 }
@@ -46,7 +46,7 @@ func (r *MigrationReconciler) uncertain(ctx context.Context, m *v1alpha1.PtahMig
 		FromVersion: m.Status.AppliedVersion,
 		Versions:    slices.Clone(planVersions(m)),
 		Reason:      bound(why, 4096),
-		Database:    database(m),
+		Database:    migrationDatabase(m),
 		Time:        metav1.Time{Time: r.clock()},
 	}
 	m.Status.UnresolvedRun = run
