@@ -92,6 +92,12 @@ func main() {
 		log.Error(err, "set up the PtahSchema controller")
 		os.Exit(1)
 	}
+	mr := controller.NewMigration(mgr, b, hosts)
+	mr.ResultTimeout, mr.Retention = resultTimeout, retention
+	if err := mr.SetupWithManager(mgr); err != nil {
+		log.Error(err, "set up the PtahMigration controller")
+		os.Exit(1)
+	}
 	must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	must(mgr.AddReadyzCheck("readyz", healthz.Ping))
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {

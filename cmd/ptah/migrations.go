@@ -84,6 +84,7 @@ func migrationsUp(fs *flag.FlagSet) action {
 	dir := dirFlag(fs)
 	expect := fs.String("expect-sequence", "", "comma-separated pending versions that were approved (\"none\" for none); refuse to run any other set")
 	lockTimeout := fs.Duration("lock-timeout", time.Minute, "give up when the ptah writer lock, or any lock a migration needs, is not granted within this")
+	to := fs.Int64("to", 0, "the last version to apply; versions above it stay pending (0: every version)")
 	dbf := newDBFlags(fs)
 	return func(ctx context.Context, args []string) (any, bool, error) {
 		if err := noArgs(args); err != nil {
@@ -91,6 +92,9 @@ func migrationsUp(fs *flag.FlagSet) action {
 		}
 		if err := needDir(*dir); err != nil {
 			return nil, false, err
+		}
+		if *to < 0 {
+			return nil, false, report.Errorf(report.Usage, "--to %d: a version is 1 or more, or 0 for every version", *to)
 		}
 		seq, err := parseSequence(*expect)
 		if err != nil {
@@ -105,7 +109,7 @@ func migrationsUp(fs *flag.FlagSet) action {
 			return nil, false, err
 		}
 		defer db.Close()
-		r, err := migrate.Up(ctx, db, d, migrate.UpOptions{LockTimeout: *lockTimeout, ExpectSequence: seq})
+		r, err := migrate.Up(ctx, db, d, migrate.UpOptions{LockTimeout: *lockTimeout, ExpectSequence: seq, To: *to})
 		return reportOrNil(r), false, err
 	}
 }

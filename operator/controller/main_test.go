@@ -217,6 +217,10 @@ type env struct {
 	logs     *syncBuffer
 	stop     func()
 	rec      *SchemaReconciler
+	// mrec is the PtahMigration reconciler the manager runs beside rec;
+	// migration adjusts it at every start.
+	mrec         *MigrationReconciler
+	migrationMod func(*MigrationReconciler)
 	// cfg is how the manager reaches the API server (default: as admin).
 	cfg *rest.Config
 	// manager adjusts the manager's options.
@@ -226,6 +230,8 @@ type env struct {
 type envOption struct {
 	kubelet   jobsim.Options
 	reconcile func(*SchemaReconciler)
+	// migration adjusts the PtahMigration reconciler.
+	migration func(*MigrationReconciler)
 	// config is how the manager reaches the API server, given the test's
 	// namespace before anything is created in it (default: as admin).
 	config func(e *env) *rest.Config
@@ -241,7 +247,7 @@ func newEnv(t *testing.T, opts ...func(*envOption)) *env {
 	for _, f := range opts {
 		f(&o)
 	}
-	e := &env{t: t, ns: "t-" + rand.String(8), logs: &syncBuffer{}, cfg: shared.api.Config, manager: o.manager}
+	e := &env{t: t, ns: "t-" + rand.String(8), logs: &syncBuffer{}, cfg: shared.api.Config, manager: o.manager, migrationMod: o.migration}
 	provoked.ran(t)
 	e.db = strings.ReplaceAll(e.ns, "-", "_")
 	e.password = "planted-" + rand.String(16)
@@ -314,6 +320,14 @@ func (e *env) startManager(mod func(*SchemaReconciler)) {
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("set up controller: %v", err)
 	}
+	mr := NewMigration(mgr, r.Binding, r.PlainHTTP)
+	if e.migrationMod != nil {
+		e.migrationMod(mr)
+	}
+	if err := mr.SetupWithManager(mgr); err != nil {
+		t.Fatalf("set up the PtahMigration controller: %v", err)
+	}
+	e.mrec = mr
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(ctx) }()
@@ -526,6 +540,8 @@ func (e *env) assertNoPassword() {
 	add("PtahSchemaPlan", &v1alpha1.PtahSchemaPlanList{})
 	add("PtahResultRecord", &v1alpha1.PtahResultRecordList{})
 	add("PtahSchemaApproval", &v1alpha1.PtahSchemaApprovalList{})
+	add("PtahMigration", &v1alpha1.PtahMigrationList{})
+	add("PtahMigrationPlan", &v1alpha1.PtahMigrationPlanList{})
 	add("Event", &corev1.EventList{})
 	add("Job", &batchv1.JobList{})
 	add("Pod", &corev1.PodList{})

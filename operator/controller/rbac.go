@@ -1,5 +1,5 @@
-// Package controller reconciles PtahSchema resources through the pipeline of
-// DESIGN.md section 3, one Job per operation. The RBAC markers below are the
+// Package controller reconciles PtahSchema and PtahMigration resources
+// through the pipelines of DESIGN.md section 3, one Job per operation. The RBAC markers below are the
 // manager's whole permission set; controller-gen writes them to
 // operator/config/rbac/role.yaml, and no rule may name Secrets.
 package controller
@@ -21,15 +21,23 @@ package controller
 // controller's Pod refusals and created by leader election; the manager's
 // own Events are events.k8s.io, patched when they repeat. Database URLs and
 // registry passwords reach Pods by secretKeyRef, so the manager never reads a
-// Secret. A Job dispatched under the legacy result transport delivers its
-// result in its Pod's log, hence pods/log get. TestManagerClusterRole fails
-// when a rule is missing or unused.
+// Secret. A PtahMigration is patched for its finalizer and the copy of an
+// unresolved run in its annotation; its approvals are consumed as a schema's
+// are, and acknowledgments are only read. A Job dispatched under the legacy
+// result transport delivers its result in its Pod's log, hence pods/log
+// get. TestManagerClusterRole fails when a rule is missing or unused.
 //
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas,verbs=list;watch
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas/status,verbs=update
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas/finalizers,verbs=update
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemaplans,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemaapprovals,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrations,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrations/status,verbs=update
+// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrations/finalizers,verbs=update
+// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrationplans,verbs=get;create
+// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrationapprovals,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrationrunacknowledgments,verbs=list;watch
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahresultrecords,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=list;create

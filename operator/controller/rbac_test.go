@@ -115,6 +115,16 @@ func TestManagerClusterRole(t *testing.T) {
 	inSync(e)
 	e.await("ghost", "ReconciliationFailed=True (ConfigurationError)", 10*time.Second,
 		condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError))
+	// A PtahMigration on a database of its own, through its approval.
+	e.secret("migrations-db", map[string]string{"url": shared.pg.CreateDatabase(t, strings.ReplaceAll(e.ns, "-", "_")+"_m")})
+	e.migration(pushMigrations(t, "rbac-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) {
+		m.Spec.Target.URLFrom.Name = "migrations-db"
+		m.Spec.Policy.Apply = v1alpha1.ApplyOnApproval
+	})
+	m := e.awaitMigration("ApprovalRequired=True", converge, migrationCondition(v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval))
+	must(t, bobClient(t).Create(context.Background(), &v1alpha1.PtahMigrationApproval{ObjectMeta: metav1.ObjectMeta{Name: "ok", Namespace: e.ns},
+		Spec: v1alpha1.PtahMigrationApprovalSpec{MigrationName: "shop", PlanName: m.Status.Plan.Name, PlanFingerprint: m.Status.Plan.Fingerprint}}))
+	migrated(e, 3)
 
 	legacyLogRead(t, e, managerCfg)
 
@@ -361,6 +371,9 @@ func requestUses(req *http.Request) []apiUse {
 	for _, o := range obj.Metadata.OwnerReferences {
 		if ptr.Deref(o.BlockOwnerDeletion, false) && o.Kind == v1alpha1.KindPtahSchema {
 			uses = append(uses, apiUse{v1alpha1.GroupVersion.Group, "ptahschemas/finalizers", "update"})
+		}
+		if ptr.Deref(o.BlockOwnerDeletion, false) && o.Kind == v1alpha1.KindPtahMigration {
+			uses = append(uses, apiUse{v1alpha1.GroupVersion.Group, "ptahmigrations/finalizers", "update"})
 		}
 	}
 	if resource == "roles" && group == rbacv1.GroupName {

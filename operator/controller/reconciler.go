@@ -665,23 +665,29 @@ func (r *SchemaReconciler) podAdmission(ctx context.Context, s *v1alpha1.PtahSch
 	if j.Status.Active > 0 || j.Status.Ready != nil && *j.Status.Ready > 0 {
 		return reconcile.Result{}, nil
 	}
+	if r.refusals == nil {
+		r.refusals = map[types.UID]bool{}
+	}
+	reportPodRefusals(ctx, r.APIReader, r.Events, s, c, j, r.refusals)
+	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
+}
+
+// reportPodRefusals records on s, once per refusal (seen), each refusal of
+// the Job controller to create the Pod of c's Job j.
+func reportPodRefusals(ctx context.Context, api ctrl.Reader, sink eventSink, s subject, c *v1alpha1.ActiveOperation, j *batchv1.Job, seen map[types.UID]bool) {
 	var evs corev1.EventList
-	if err := r.APIReader.List(ctx, &evs, ctrl.InNamespace(s.Namespace), ctrl.MatchingFields{"involvedObject.name": j.Name}); err != nil {
+	if err := api.List(ctx, &evs, ctrl.InNamespace(s.GetNamespace()), ctrl.MatchingFields{"involvedObject.name": j.Name}); err != nil {
 		log.FromContext(ctx).Error(err, "list the Job's Events to look for Pod admission refusals", "job", j.Name)
-		return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
+		return
 	}
 	for _, ev := range evs.Items {
-		if ev.Reason != "FailedCreate" || ev.InvolvedObject.UID != j.UID || r.refusals[ev.UID] {
+		if ev.Reason != "FailedCreate" || ev.InvolvedObject.UID != j.UID || seen[ev.UID] {
 			continue
 		}
-		if r.refusals == nil {
-			r.refusals = map[types.UID]bool{}
-		}
-		r.refusals[ev.UID] = true
-		warning(r.Events, s, v1alpha1.EventPodAdmissionRefused, "CreatePod",
+		seen[ev.UID] = true
+		warning(sink, s, v1alpha1.EventPodAdmissionRefused, "CreatePod",
 			"the API server refused the Pod of %s Job %s; the Job keeps its deadline and the Job controller keeps trying: %s", c.Type, j.Name, ev.Message)
 	}
-	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
 }
 
 func (r *SchemaReconciler) save(ctx context.Context, s *v1alpha1.PtahSchema) error {

@@ -16,6 +16,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,16 +24,19 @@ import (
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
 
-// TestEveryReasonHasItsTest holds the package to one TestEvent<Reason> per
-// reason of the Events reference that concerns PtahSchema (recorded on a
-// PtahSchema or on its approvals), and to no test for a reason outside it.
-func TestEveryReasonHasItsTest(t *testing.T) {
-	t.Parallel()
+// onMigrationSuffix marks the test that provokes a reason shared by both
+// kinds on a PtahMigration: TestEvent<Reason>OnMigration.
+const onMigrationSuffix = "OnMigration"
+
+// eventTests are the reasons named by the package's TestEvent<Reason>
+// tests, and by its TestEvent<Reason>OnMigration tests.
+func eventTests(t *testing.T) (tests, onMigration map[string]bool) {
+	t.Helper()
 	files, err := filepath.Glob("*_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tests := map[string]bool{}
+	tests, onMigration = map[string]bool{}, map[string]bool{}
 	fset := token.NewFileSet()
 	for _, f := range files {
 		file, err := parser.ParseFile(fset, f, nil, parser.SkipObjectResolution)
@@ -41,66 +45,82 @@ func TestEveryReasonHasItsTest(t *testing.T) {
 		}
 		for _, d := range file.Decls {
 			if fn, ok := d.(*ast.FuncDecl); ok && fn.Recv == nil && strings.HasPrefix(fn.Name.Name, "TestEvent") {
-				tests[strings.TrimPrefix(fn.Name.Name, "TestEvent")] = true
+				name := strings.TrimPrefix(fn.Name.Name, "TestEvent")
+				if r, ok := strings.CutSuffix(name, onMigrationSuffix); ok {
+					onMigration[r] = true
+				} else {
+					tests[name] = true
+				}
 			}
 		}
 	}
+	return tests, onMigration
+}
+
+// TestEveryReasonHasItsTest holds the package to one TestEvent<Reason> per
+// reason of the Events reference that concerns PtahSchema (recorded on a
+// PtahSchema or on its approvals) and per PtahMigration-only reason not
+// listed in notYetCovered, and to no test for a reason outside it.
+func TestEveryReasonHasItsTest(t *testing.T) {
+	t.Parallel()
+	tests, onMigration := eventTests(t)
 	want := map[string]bool{}
+	schemaReasons := 0
 	for _, r := range v1alpha1.EventReasons {
-		if slices.Contains(r.On, v1alpha1.KindPtahSchema) || slices.Contains(r.On, v1alpha1.KindPtahSchemaApproval) {
+		_, listed := notYetCovered[r.Reason]
+		switch {
+		case concernsSchema(r):
+			schemaReasons++
 			want[r.Reason] = true
 			if !tests[r.Reason] {
 				t.Errorf("no TestEvent%s: the reason concerns PtahSchema and has no test provoking it", r.Reason)
 			}
+		case !listed:
+			want[r.Reason] = true
+			if !tests[r.Reason] {
+				t.Errorf("no TestEvent%s: the reason is recorded on PtahMigration only, is not listed as not yet covered, and has no test provoking it", r.Reason)
+			}
+		case tests[r.Reason]:
+			t.Errorf("TestEvent%s provokes a reason listed in notYetCovered: take it off the list", r.Reason)
 		}
 	}
 	for name := range tests {
 		if !want[name] {
-			t.Errorf("TestEvent%s names no PtahSchema reason of the Events reference", name)
+			t.Errorf("TestEvent%s names no reason of the Events reference", name)
 		}
 	}
-	if len(want) != 20 {
-		t.Errorf("the reference has %d reasons concerning PtahSchema, the issue counts 20", len(want))
+	for name := range onMigration {
+		i := slices.IndexFunc(v1alpha1.EventReasons, func(r v1alpha1.EventReason) bool { return r.Reason == name })
+		if i < 0 || !concernsSchema(v1alpha1.EventReasons[i]) || !slices.Contains(v1alpha1.EventReasons[i].On, v1alpha1.KindPtahMigration) {
+			t.Errorf("TestEvent%s%s names no reason the reference records on both PtahSchema and PtahMigration", name, onMigrationSuffix)
+		}
+	}
+	if schemaReasons != 20 {
+		t.Errorf("the reference has %d reasons concerning PtahSchema, the issue counts 20", schemaReasons)
 	}
 }
 
 // notYetCovered are the reasons of the Events reference recorded only on a
-// PtahMigration, whose reconciler is not built yet (issue 14): no test
-// provokes them, and none pretends to.
+// PtahMigration that no test provokes yet (issue 14), and none pretends to.
 var notYetCovered = map[string]string{
 	v1alpha1.EventMigrationJobCleanupDeferred: "PtahMigration only (issue 14)",
-	v1alpha1.EventMigrationRunFinished:        "PtahMigration only (issue 14)",
-	v1alpha1.EventMigrationRunUncertain:       "PtahMigration only (issue 14)",
-	v1alpha1.EventOperationRetried:            "PtahMigration only (issue 14)",
 	v1alpha1.EventTargetLockReleaseOwed:       "PtahMigration only (issue 14)",
 	v1alpha1.EventTerminationSummaryRefused:   "PtahMigration only (issue 14)",
-	v1alpha1.EventUnresolvedRunAcknowledged:   "PtahMigration only (issue 14)",
-	v1alpha1.EventUnresolvedRunDiscarded:      "PtahMigration only (issue 14)",
-	v1alpha1.EventUnresolvedRunRestored:       "PtahMigration only (issue 14)",
 }
 
 // notYetOnMigration are the reasons recorded on both kinds whose TestEvent
-// provokes them on a PtahSchema only: the PtahMigration side waits for its
-// reconciler (issue 14). The coverage spans both kinds: every reason the
-// reference records on a PtahMigration is here, in notYetCovered, or
-// provoked on a PtahMigration.
-var notYetOnMigration = map[string]string{
-	v1alpha1.EventAdmissionSnapshotRefreshed: "provoked on PtahSchema only (issue 14)",
-	v1alpha1.EventExecutionBindingChanged:    "provoked on PtahSchema only (issue 14)",
-	v1alpha1.EventOperationFailed:            "provoked on PtahSchema only (issue 14)",
-	v1alpha1.EventOperationStarted:           "provoked on PtahSchema only (issue 14)",
-	v1alpha1.EventPodAdmissionRefused:        "provoked on PtahSchema only (issue 14)",
-	v1alpha1.EventResultCredentialFailed:     "provoked on PtahSchema only (issue 14)",
-	v1alpha1.EventResultReadFailed:           "provoked on PtahSchema only (issue 14)",
-	v1alpha1.EventResultReadTimedOut:         "provoked on PtahSchema only (issue 14)",
-	v1alpha1.EventRunnerProtocolMismatch:     "provoked on PtahSchema only (issue 14)",
-}
+// provokes them on a PtahSchema only: no TestEvent<Reason>OnMigration
+// provokes them on a PtahMigration yet (issue 14). The coverage spans both
+// kinds: every reason the reference records on a PtahMigration is here, in
+// notYetCovered, or provoked on a PtahMigration.
+var notYetOnMigration = map[string]string{}
 
 // TestEveryMigrationReasonIsAccountedFor: no reason the reference records on
-// a PtahMigration is silently left out of the coverage, and the lists name
-// only such reasons.
+// a PtahMigration is silently left out of the coverage, the lists name only
+// such reasons, and none is both listed and tested.
 func TestEveryMigrationReasonIsAccountedFor(t *testing.T) {
 	t.Parallel()
+	tests, onMigrationTests := eventTests(t)
 	onMigration := map[string]bool{}
 	for _, r := range v1alpha1.EventReasons {
 		if !slices.Contains(r.On, v1alpha1.KindPtahMigration) {
@@ -109,12 +129,15 @@ func TestEveryMigrationReasonIsAccountedFor(t *testing.T) {
 		onMigration[r.Reason] = true
 		_, only := notYetCovered[r.Reason]
 		_, shared := notYetOnMigration[r.Reason]
+		tested := !concernsSchema(r) && tests[r.Reason] || concernsSchema(r) && onMigrationTests[r.Reason]
 		switch {
 		case only && shared:
 			t.Errorf("%s is listed both as PtahMigration only and as shared", r.Reason)
 		case shared && !concernsSchema(r):
 			t.Errorf("%s is recorded on %v only, yet listed as shared", r.Reason, r.On)
-		case !only && !shared:
+		case (only || shared) && tested:
+			t.Errorf("%s is provoked on a PtahMigration by its test, yet still listed as not provoked there", r.Reason)
+		case !only && !shared && !tested:
 			t.Errorf("%s is recorded on PtahMigration and no test provokes it there: list it, or provoke it", r.Reason)
 		}
 	}
@@ -135,20 +158,13 @@ func concernsSchema(r v1alpha1.EventReason) bool {
 }
 
 // TestNotYetCoveredAreOnlyMigrationReasons keeps the list of uncovered
-// reasons exactly the reasons no PtahSchema test can provoke yet.
+// reasons to reasons recorded on PtahMigration only.
 func TestNotYetCoveredAreOnlyMigrationReasons(t *testing.T) {
 	t.Parallel()
 	for _, r := range v1alpha1.EventReasons {
-		_, skipped := notYetCovered[r.Reason]
-		switch {
-		case concernsSchema(r) && skipped:
+		if _, skipped := notYetCovered[r.Reason]; concernsSchema(r) && skipped {
 			t.Errorf("%s is recorded on %v, yet listed as not yet covered", r.Reason, r.On)
-		case !concernsSchema(r) && !skipped:
-			t.Errorf("%s is recorded on %v only, and neither covered nor listed as not yet covered", r.Reason, r.On)
 		}
-	}
-	if len(notYetCovered)+20 != len(v1alpha1.EventReasons) {
-		t.Errorf("%d reasons not yet covered and 20 covered, the reference has %d", len(notYetCovered), len(v1alpha1.EventReasons))
 	}
 }
 
@@ -191,19 +207,30 @@ func eventsRecordedAsReferenced(w io.Writer) bool {
 	for _, r := range v1alpha1.EventReasons {
 		rows[r.Reason] = r
 	}
-	var problems []string
-	covered := map[string]bool{}
-	for test := range provoked.tests {
-		reason, ok := strings.CutPrefix(test, "TestEvent")
+	// reasonOf is the reason a TestEvent test provokes, and the kind it
+	// must be provoked on ("" for any the reference names).
+	reasonOf := func(test string) (string, string, bool) {
+		name, ok := strings.CutPrefix(test, "TestEvent")
 		if !ok {
-			continue
+			return "", "", false
 		}
-		if row, ok := rows[reason]; !ok || !concernsSchema(row) {
+		if r, ok := strings.CutSuffix(name, onMigrationSuffix); ok {
+			row, known := rows[r]
+			return r, v1alpha1.KindPtahMigration, known && concernsSchema(row)
+		}
+		_, known := rows[name]
+		return name, "", known
+	}
+	var problems []string
+	covered, onMigration := map[string]bool{}, map[string]bool{}
+	for test := range provoked.tests {
+		reason, kind, ok := reasonOf(test)
+		if !ok {
 			continue
 		}
 		found := false
 		for _, ev := range provoked.events[test] {
-			found = found || ev.Reason == reason
+			found = found || ev.Reason == reason && (kind == "" || ev.InvolvedObject.Kind == kind)
 		}
 		if !found {
 			problems = append(problems, fmt.Sprintf("%s ran and asserted no %s Event", test, reason))
@@ -215,24 +242,42 @@ func eventsRecordedAsReferenced(w io.Writer) bool {
 				problems = append(problems, fmt.Sprintf("%s: %s Event %s/%s %s", test, ev.Reason, ev.Namespace, ev.Name, why))
 				continue
 			}
-			if test == "TestEvent"+ev.Reason {
+			reason, kind, ok := reasonOf(test)
+			if !ok || reason != ev.Reason {
+				continue
+			}
+			if ev.InvolvedObject.Kind == v1alpha1.KindPtahMigration {
+				onMigration[ev.Reason] = true
+			}
+			if kind == "" {
 				covered[ev.Reason] = true
 			}
 		}
 	}
 	var missing []string
+	schema, migration, migrationOnly := 0, 0, 0
 	for r, row := range rows {
-		if concernsSchema(row) && !covered[r] {
+		switch {
+		case concernsSchema(row) && covered[r]:
+			schema++
+		case concernsSchema(row):
 			missing = append(missing, r)
+		}
+		if slices.Contains(row.On, v1alpha1.KindPtahMigration) {
+			migration++
+			if onMigration[r] {
+				migrationOnly++
+			}
 		}
 	}
 	sort.Strings(missing)
 	sort.Strings(problems)
-	fmt.Fprintf(w, "Events reference: %d of 20 PtahSchema reasons provoked by their TestEvent test and read back from the API server as recorded on the object and with the type the reference names", len(covered))
+	fmt.Fprintf(w, "Events reference: %d of 20 PtahSchema reasons provoked by their TestEvent test and read back from the API server as recorded on the object and with the type the reference names", schema)
 	if len(missing) > 0 && len(problems) == 0 {
 		fmt.Fprintf(w, " (not run here: %s)", strings.Join(missing, ", "))
 	}
-	fmt.Fprintf(w, "; %d PtahMigration-only reasons not yet covered, and %d shared reasons not yet provoked on a PtahMigration (issue 14)\n", len(notYetCovered), len(notYetOnMigration))
+	fmt.Fprintf(w, "; %d of %d PtahMigration reasons provoked on a PtahMigration and read back; %d PtahMigration-only reasons not yet covered, and %d shared reasons not yet provoked on a PtahMigration (issue 14)\n",
+		migrationOnly, migration, len(notYetCovered), len(notYetOnMigration))
 	for _, p := range problems {
 		fmt.Fprintf(w, "FAIL: %s\n", p)
 	}
@@ -256,6 +301,8 @@ func readBack(ctx context.Context, rows map[string]v1alpha1.EventReason, ev core
 		on = &v1alpha1.PtahSchema{}
 	case v1alpha1.KindPtahSchemaApproval:
 		on = &v1alpha1.PtahSchemaApproval{}
+	case v1alpha1.KindPtahMigration:
+		on = &v1alpha1.PtahMigration{}
 	}
 	switch {
 	case live.Reason != ev.Reason:
@@ -267,7 +314,16 @@ func readBack(ctx context.Context, rows map[string]v1alpha1.EventReason, ev core
 	case !slices.Contains(row.On, reg.Kind) || on == nil:
 		return fmt.Sprintf("regards a %s, the reference says %v", reg.Kind, row.On)
 	}
-	if err := shared.c.Get(ctx, client.ObjectKey{Namespace: reg.Namespace, Name: reg.Name}, on); err != nil {
+	err := shared.c.Get(ctx, client.ObjectKey{Namespace: reg.Namespace, Name: reg.Name}, on)
+	if live.Reason == v1alpha1.EventUnresolvedRunDiscarded {
+		// Recorded as its object is deleted: the object must be gone, or
+		// back under another UID.
+		if apierrors.IsNotFound(err) || err == nil && on.GetUID() != reg.UID {
+			return ""
+		}
+		return fmt.Sprintf("regards %s %s/%s, which is still there (%v)", reg.Kind, reg.Namespace, reg.Name, err)
+	}
+	if err != nil {
 		return fmt.Sprintf("regards %s %s/%s, which cannot be read: %v", reg.Kind, reg.Namespace, reg.Name, err)
 	}
 	if on.GetUID() != reg.UID {

@@ -116,6 +116,22 @@ func TestMigrations(t *testing.T) {
 	f := &fixture{pg: testenv.StartPostgres(t)}
 	ctx := context.Background()
 
+	t.Run("up to a version leaves the later ones pending", func(t *testing.T) {
+		db := f.db(t)
+		dir := migrations(t, three)
+		if _, err := Up(ctx, db, read(t, dir), UpOptions{LockTimeout: 5 * time.Second, To: 2, ExpectSequence: []int64{1, 2, 3}}); err == nil {
+			t.Fatal("up --to 2 expecting 1,2,3 ran; want the sequence refused")
+		}
+		r, err := Up(ctx, db, read(t, dir), UpOptions{LockTimeout: 5 * time.Second, To: 2, ExpectSequence: []int64{1, 2}})
+		if err != nil || r.Status != Applied || !slices.Equal(versions(r.AppliedNow), []int64{1, 2}) || r.Current != 2 || !slices.Equal(versions(r.Pending), []int64{3}) {
+			t.Fatalf("up --to 2: %+v %v", r, err)
+		}
+		r, err = Up(ctx, db, read(t, dir), UpOptions{LockTimeout: 5 * time.Second, To: 2, ExpectSequence: []int64{}})
+		if err != nil || r.Status != UpToDate || len(r.AppliedNow) != 0 {
+			t.Fatalf("up --to 2 again: %+v %v", r, err)
+		}
+	})
+
 	t.Run("fresh apply, then up to date", func(t *testing.T) {
 		db := f.db(t)
 		dir := migrations(t, three)

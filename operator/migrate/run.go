@@ -84,6 +84,9 @@ type UpOptions struct {
 	// ExpectSequence, when not nil, is the pending versions the caller
 	// approved; any other pending set is refused before anything runs.
 	ExpectSequence []int64
+	// To, when above 0, is the last version to apply: versions above it
+	// stay pending and are not part of the run (up --to).
+	To int64
 }
 
 // Up applies the pending migrations of dir in order, each in its own
@@ -114,6 +117,9 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 	r, pending := newReport(dir, history)
 	if err := checkHistory(dir, history, pending); err != nil {
 		return r, err
+	}
+	if opts.To > 0 {
+		pending = slices.DeleteFunc(pending, func(m Migration) bool { return m.Version > opts.To })
 	}
 	if opts.ExpectSequence != nil {
 		got := make([]int64, len(pending))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/report"
@@ -67,6 +68,9 @@ func commands(op *Operation) [][]string {
 		up := []string{"migrations", "up", "--dir", migrationsDir, "--expect-sequence", sequence(op.ExpectSequence)}
 		if op.LockTimeout != "" {
 			up = append(up, "--lock-timeout", op.LockTimeout)
+		}
+		if op.TargetVersion > 0 {
+			up = append(up, "--to", strconv.FormatInt(op.TargetVersion, 10))
 		}
 		return [][]string{pullMigrations, connect(up...)}
 	case OpResolve:

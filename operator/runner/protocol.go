@@ -112,6 +112,9 @@ type Operation struct {
 	// in order, as its plan listed them; any other pending set is refused
 	// before anything runs.
 	ExpectSequence []int64 `json:"expectSequence,omitempty"`
+	// TargetVersion, when above 0, is the last version a migration Apply
+	// may apply (ptah migrations up --to).
+	TargetVersion int64 `json:"targetVersion,omitempty"`
 	// Attempt is the claim's attempt; a legacy result's summary names it.
 	Attempt int32 `json:"attempt,omitempty"`
 	// ResultTransport is how the result is delivered: TransportDurable

@@ -1,0 +1,495 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/report"
+	"ptah.run/operator/operator/runner"
+)
+
+// ReasonAppliedMigrationModified is Ready=False on a PtahMigration whose
+// history refuses the artifact: an applied version's file was edited (or
+// removed, or a pending one numbered below an applied one). Only a new
+// artifact lifts it.
+const ReasonAppliedMigrationModified = "AppliedMigrationModified"
+
+// consume settles the active operation with its record and claims the next.
+func (r *MigrationReconciler) consume(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (reconcile.Result, error) {
+	var mr *v1alpha1.MigrationResult
+	if rec.Spec.Result != nil {
+		mr = rec.Spec.Result.Migrations
+	}
+	if c.Type == v1alpha1.OperationApply {
+		return r.applyFinished(ctx, m, c, rec, mr)
+	}
+	if rec.Spec.Error != nil {
+		return r.readingFailed(ctx, m, c, rec)
+	}
+	if mr == nil {
+		return r.failed(ctx, m, c, failure{code: runner.ErrOperation, message: fmt.Sprintf("%s reported no migration history", c.Type)})
+	}
+	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, fmt.Sprintf("%s operation completed", c.Type))
+	return r.observed(ctx, m, c, mr)
+}
+
+// observed turns a reading of the history into the next step: a reading
+// settles an unresolved run, then the plan goes through the policy gate.
+func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, mr *v1alpha1.MigrationResult) (reconcile.Result, error) {
+	setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionTrue, v1alpha1.ReasonConnected, fmt.Sprintf("the %s operation read the migration history", c.Type))
+	m.Status.AppliedVersion = mr.Current
+	if m.Status.UnresolvedRun != nil {
+		if err := r.settleByReading(ctx, m, mr); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	target := targetVersion(m)
+	var pending []v1alpha1.PendingMigration
+	for _, p := range mr.Pending {
+		if target == 0 || p.Version <= target {
+			pending = append(pending, p)
+		}
+	}
+	if len(pending) == 0 {
+		m.Status.Plan = nil
+		msg := fmt.Sprintf("a fresh reading of the history at generation %d shows version %d applied and nothing pending up to target %s", m.Generation, mr.Current, targetName(m))
+		if target > 0 && mr.Current < target && len(mr.Pending) == 0 {
+			msg = fmt.Sprintf("the artifact has no version up to target %d beyond the applied %d", target, mr.Current)
+		}
+		setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
+		setCondition(m, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
+		setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "nothing to apply")
+		setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "nothing is pending")
+		m.Status.Phase = v1alpha1.PhaseInSync
+		return r.finish(ctx, m, c, "", 0, r.interval(m))
+	}
+	p, err := r.publish(ctx, m, mr, pending)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	versions := make([]int64, len(pending))
+	for i, v := range pending {
+		versions[i] = v.Version
+	}
+	m.Status.Plan = &v1alpha1.MigrationPlanSummary{Name: p.Name, Fingerprint: p.Spec.Fingerprint, Versions: versions}
+	pendingMsg := fmt.Sprintf("plan %s applies versions %s over version %d", p.Name, versionList(versions), mr.Current)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionTrue, v1alpha1.ReasonPlanPublished, pendingMsg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, pendingMsg)
+	switch m.Spec.Policy.Apply {
+	case v1alpha1.ApplyNever:
+		m.Status.Phase = v1alpha1.PhaseReadyToApply
+		setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked, pendingMsg+"; spec.policy.apply is Never")
+		setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "spec.policy.apply is Never")
+		return r.finish(ctx, m, c, "", 0, r.interval(m))
+	case v1alpha1.ApplyAlways:
+		setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "spec.policy.apply is Always")
+		return r.finish(ctx, m, c, v1alpha1.OperationApply, 1, time.Time{})
+	default: // OnApproval
+		m.Status.Phase = v1alpha1.PhaseAwaitingApproval
+		msg := fmt.Sprintf("%s; it needs a PtahMigrationApproval naming plan %s and fingerprint %s", pendingMsg, p.Name, p.Spec.Fingerprint)
+		setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval, msg)
+		setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAwaitingApproval, msg)
+		res, err := r.finish(ctx, m, c, "", 0, time.Time{})
+		if err != nil {
+			return res, err
+		}
+		return r.awaitApproval(ctx, m)
+	}
+}
+
+func targetName(m *v1alpha1.PtahMigration) string {
+	if t := targetVersion(m); t > 0 {
+		return fmt.Sprint(t)
+	}
+	return v1alpha1.TargetVersionLatest
+}
+
+// publish creates the immutable PtahMigrationPlan for the pending versions
+// of a reading, or finds it already there. Its fingerprint covers what it
+// was computed against: the artifact, the history and the target.
+func (r *MigrationReconciler) publish(ctx context.Context, m *v1alpha1.PtahMigration, mr *v1alpha1.MigrationResult, pending []v1alpha1.PendingMigration) (*v1alpha1.PtahMigrationPlan, error) {
+	digest := m.Status.Source.ResolvedDigest
+	fp := "sha256:" + hexDigest(struct {
+		Artifact string                      `json:"artifact"`
+		History  string                      `json:"history"`
+		Base     int64                       `json:"base"`
+		Pending  []v1alpha1.PendingMigration `json:"pending"`
+	}{digest, mr.HistoryDigest, mr.Current, pending})
+	p := &v1alpha1.PtahMigrationPlan{
+		ObjectMeta: metav1.ObjectMeta{Name: planName(m.Name, fp), Namespace: m.Namespace,
+			Labels: map[string]string{LabelManagedBy: ManagedBy, runner.LabelMigration: m.Name}, OwnerReferences: ownedBy(m)},
+		Spec: v1alpha1.PtahMigrationPlanSpec{
+			MigrationRef:   v1alpha1.LocalRef{Name: m.Name},
+			Fingerprint:    fp,
+			ArtifactDigest: digest,
+			BaseVersion:    mr.Current,
+			HistoryDigest:  mr.HistoryDigest,
+			Pending:        pending,
+		},
+	}
+	err := r.Client.Create(ctx, p)
+	if apierrors.IsAlreadyExists(err) {
+		var have v1alpha1.PtahMigrationPlan
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, &have); err != nil {
+			return nil, fmt.Errorf("read PtahMigrationPlan %s/%s: %w", p.Namespace, p.Name, err)
+		}
+		return &have, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("publish PtahMigrationPlan %s/%s for PtahMigration %s: %w", p.Namespace, p.Name, m.Name, err)
+	}
+	return p, nil
+}
+
+// readingFailed decides on a reading's error record: a history that refuses
+// the artifact blocks until the artifact changes; anything else is tried
+// again.
+func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (reconcile.Result, error) {
+	e, child := rec.Spec.Error, rec.Spec.ChildError
+	f := failure{code: e.Code, message: e.Message, detail: child}
+	childCode := ""
+	if child != nil {
+		childCode = child.Code
+	}
+	switch report.Code(childCode) {
+	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty:
+		return r.historyRefused(ctx, m, c, child)
+	case report.Connection, report.Auth:
+		setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
+	}
+	if e.Code == runner.ErrProtocolMismatch {
+		warning(r.Events, m, v1alpha1.EventRunnerProtocolMismatch, "Run",
+			"the runner of %s Job %s refused it before starting ptah: %s", c.Type, c.JobName, e.Message)
+	}
+	return r.failed(ctx, m, c, f)
+}
+
+// historyRefused stops at a history that does not describe a prefix of the
+// artifact: nothing is planned from it. The message names the version.
+func (r *MigrationReconciler) historyRefused(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, child *v1alpha1.OperationError) (reconcile.Result, error) {
+	msg := fmt.Sprintf("the migration history refuses artifact %s, so nothing is planned: %s", m.Status.Source.ResolvedDigest, child.Message)
+	warning(r.Events, m, v1alpha1.EventOperationFailed, "Observe", "%s: %s", child.Code, msg)
+	m.Status.Plan = nil
+	m.Status.LastFailure = &v1alpha1.Failure{Code: child.Code, Message: child.Message, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
+	setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionTrue, v1alpha1.ReasonConnected, "the observe operation read the migration history")
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed, child.Code+": "+bound(child.Message, maxCause))
+	m.Status.Phase = v1alpha1.PhaseBlocked
+	return r.finish(ctx, m, c, "", 0, r.interval(m))
+}
+
+// applyFinished reads what an Apply did, records MigrationRunFinished, and
+// decides the next step: the read-only proof, a retry, or an unresolved run.
+func (r *MigrationReconciler) applyFinished(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord, mr *v1alpha1.MigrationResult) (reconcile.Result, error) {
+	e, child := rec.Spec.Error, rec.Spec.ChildError
+	if e != nil && e.Code == runner.ErrProtocolMismatch {
+		warning(r.Events, m, v1alpha1.EventRunnerProtocolMismatch, "Run",
+			"the runner of Apply Job %s refused it before starting ptah: %s; nothing ran, and the Apply still owes its read-only proof", c.JobName, e.Message)
+		setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, "the runner refused the Apply: "+e.Message)
+		return r.failedApply(ctx, m, c, failure{code: e.Code, message: e.Message, quiet: true}, false)
+	}
+	from := m.Status.AppliedVersion
+	status := v1alpha1.MigrationFailed
+	if mr != nil {
+		status = mr.Status
+	}
+	// ptah reports the history it found with a refusal that ran nothing
+	// (a changed history, another pending set, the lock not granted).
+	ranNothing := mr == nil || e != nil && (status == v1alpha1.MigrationUpToDate || status == v1alpha1.MigrationPending)
+	if ranNothing {
+		status = v1alpha1.MigrationFailed
+	}
+	why := ""
+	if child != nil {
+		why = child.Code + ": " + child.Message
+	} else if e != nil {
+		why = e.Code + ": " + e.Message
+	}
+	var now []int64
+	current := from
+	if mr != nil {
+		now, current = mr.AppliedNow, mr.Current
+	}
+	var said string
+	switch status {
+	case v1alpha1.MigrationApplied:
+		said = fmt.Sprintf("Applied: versions %s committed, from version %d to %d", versionList(now), from, current)
+	case v1alpha1.MigrationUpToDate:
+		said = fmt.Sprintf("UpToDate: nothing was pending; the history is at version %d", current)
+	case v1alpha1.MigrationPartial:
+		said = fmt.Sprintf("Partial: versions %s committed, from version %d to %d, then version %d failed and was rolled back: %s", versionList(now), from, current, deref(mr.FailedVersion), why)
+	case v1alpha1.MigrationUnknown:
+		said = fmt.Sprintf("Unknown: versions %s committed, then the connection was lost where version %d may or may not have committed: %s", versionList(now), deref(mr.FailedVersion), why)
+	default:
+		if mr != nil && mr.FailedVersion != nil {
+			said = fmt.Sprintf("Failed: version %d failed and was rolled back, nothing was committed: %s", *mr.FailedVersion, why)
+		} else {
+			said = "Failed: nothing was applied: " + why
+		}
+	}
+	msg := fmt.Sprintf("Apply Job %s (attempt %d of plan %s) finished %s", c.JobName, c.Attempt, migrationPlanRef(m), said)
+	if status == v1alpha1.MigrationApplied || status == v1alpha1.MigrationUpToDate {
+		normal(r.Events, m, v1alpha1.EventMigrationRunFinished, "Apply", "%s", msg)
+	} else {
+		warning(r.Events, m, v1alpha1.EventMigrationRunFinished, "Apply", "%s", msg)
+	}
+	m.Status.AppliedVersion = current
+	setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, msg)
+	switch status {
+	case v1alpha1.MigrationApplied, v1alpha1.MigrationUpToDate:
+		setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionFalse, v1alpha1.ReasonSucceeded, "apply operation completed")
+		if r.outdated(m) {
+			_, err := r.finish(ctx, m, c, "", 0, time.Time{})
+			return reconcile.Result{Requeue: err == nil}, err
+		}
+		m.Status.Phase = v1alpha1.PhaseVerifyingConvergence
+		return r.finish(ctx, m, c, v1alpha1.OperationProof, 1, time.Time{})
+	case v1alpha1.MigrationUnknown:
+		return r.uncertain(ctx, m, c, fmt.Sprintf("ptah reported the outcome of version %d unknown: %s", deref(mr.FailedVersion), why))
+	case v1alpha1.MigrationPartial:
+		// The history changed: what follows is planned from a fresh reading.
+		return r.failedApply(ctx, m, c, failure{code: "migration_partial", message: said, detail: child}, false)
+	}
+	retry := true
+	if child != nil && (child.Code == string(report.SequenceMismatch) || child.Code == string(report.HistoryModified) ||
+		child.Code == string(report.HistoryMissing) || child.Code == string(report.OutOfOrder) || child.Code == string(report.Dirty)) {
+		retry = false // the plan no longer matches the history: read it again
+	}
+	f := failure{code: "migration_failed", message: said, detail: child}
+	if e != nil && child == nil {
+		f.code = e.Code
+	}
+	return r.failedApply(ctx, m, c, f, retry)
+}
+
+func deref(v *int64) int64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// failedApply settles an Apply that committed nothing (retry: the same plan
+// is tried again, up to the bound) or whose plan no longer holds (a fresh
+// reading follows).
+func (r *MigrationReconciler) failedApply(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, f failure, retry bool) (reconcile.Result, error) {
+	if !retry || r.outdated(m) {
+		r.recordFailure(m, c, f)
+		if !f.quiet {
+			warning(r.Events, m, v1alpha1.EventOperationFailed, "Fail", "%s", f.summary())
+		}
+		m.Status.Phase = v1alpha1.PhaseFailed
+		at := r.clock().Add(durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry))
+		return r.finish(ctx, m, c, v1alpha1.OperationObserve, 1, at)
+	}
+	return r.failed(ctx, m, c, f)
+}
+
+func (r *MigrationReconciler) recordFailure(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, f failure) {
+	full := f.message
+	if f.detail != nil {
+		full += " (ptah: " + f.detail.Code + ": " + f.detail.Message + ")"
+	}
+	m.Status.LastFailure = &v1alpha1.Failure{Code: f.code, Message: full, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
+	reason := v1alpha1.ReasonOperationFailed
+	if f.configuration {
+		reason = v1alpha1.ReasonConfigurationError
+	}
+	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, reason, f.summary())
+}
+
+// failed records a failure in full on status and tries the operation again
+// after the failure interval, with OperationRetried naming the attempt,
+// up to the bound; past it, OperationFailed, and the history is read again
+// at the interval.
+func (r *MigrationReconciler) failed(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, f failure) (reconcile.Result, error) {
+	r.recordFailure(m, c, f)
+	m.Status.Phase = v1alpha1.PhaseFailed
+	retryAt := r.clock().Add(durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry))
+	if c.Attempt < r.maxAttempts() {
+		warning(r.Events, m, v1alpha1.EventOperationRetried, "Retry", "attempt %d of %d of the %s operation failed, attempt %d follows in %s: %s",
+			c.Attempt, r.maxAttempts(), c.Type, c.Attempt+1, durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry), f.summary())
+		next := r.newClaim(m, c.Type, c.Attempt+1)
+		next.Approval = c.Approval
+		if err := r.writeClaim(ctx, m, next, retryAt); err != nil {
+			return reconcile.Result{}, err
+		}
+		revokeCredential(ctx, r.Client, m, c)
+		return reconcile.Result{RequeueAfter: retryAt.Sub(r.clock())}, nil
+	}
+	if !f.quiet {
+		warning(r.Events, m, v1alpha1.EventOperationFailed, "Fail", "%s (attempt %d of %d; the history is read again in %s)",
+			f.summary(), c.Attempt, r.maxAttempts(), durationOr(m.Spec.Interval, defaultInterval))
+	}
+	return r.finish(ctx, m, c, "", 0, r.interval(m))
+}
+
+// finish ends operation c: the next claim (if any) is written with the
+// status, then c's credential is revoked.
+func (r *MigrationReconciler) finish(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, next v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
+	var err error
+	if next == "" {
+		m.Status.ActiveOperation = nil
+		m.Status.NextReconciliationTime = nil
+		if !at.IsZero() {
+			m.Status.NextReconciliationTime = &metav1.Time{Time: at}
+		}
+		err = r.save(ctx, m)
+	} else {
+		err = r.claim(ctx, m, next, attempt, at)
+	}
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if c != nil {
+		revokeCredential(ctx, r.Client, m, c)
+	}
+	r.prune(ctx, m)
+	if !at.IsZero() {
+		return reconcile.Result{RequeueAfter: at.Sub(r.clock())}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// applyInputs checks, just before an Apply Job is created, that what allowed
+// it still holds: the approval (consumed by this claim now) and the plan
+// object, whose versions are the ones the Job will be told to apply.
+func (r *MigrationReconciler) applyInputs(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) (bool, error) {
+	if m.Spec.Policy.Apply != v1alpha1.ApplyAlways {
+		why, err := r.consumeApproval(ctx, m, c)
+		if err != nil {
+			return false, err
+		}
+		if why != "" {
+			msg := fmt.Sprintf("the approval recorded for plan %s cannot be consumed (%s), so no Apply Job was created", migrationPlanRef(m), why)
+			revokeCredential(ctx, r.Client, m, c)
+			m.Status.ActiveOperation = nil
+			m.Status.Phase = v1alpha1.PhaseAwaitingApproval
+			setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval, msg)
+			setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, msg)
+			return false, r.save(ctx, m)
+		}
+	}
+	var p v1alpha1.PtahMigrationPlan
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: migrationPlanRef(m)}, &p)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return false, fmt.Errorf("read PtahMigrationPlan %s/%s: %w", m.Namespace, migrationPlanRef(m), err)
+	}
+	var have []int64
+	for _, v := range p.Spec.Pending {
+		have = append(have, v.Version)
+	}
+	if err == nil && m.Status.Plan != nil && p.Spec.Fingerprint == m.Status.Plan.Fingerprint && slices.Equal(have, m.Status.Plan.Versions) {
+		return true, nil
+	}
+	why := fmt.Sprintf("PtahMigrationPlan %s is gone or no longer what status recorded", migrationPlanRef(m))
+	revokeCredential(ctx, r.Client, m, c)
+	r.returnApproval(ctx, m, c)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonPlanStale, why)
+	setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, why+", so no Apply Job was created")
+	m.Status.Plan = nil
+	m.Status.Phase = v1alpha1.PhaseObserving
+	return false, r.claimOp(ctx, m, r.newClaim(m, v1alpha1.OperationObserve, 1), time.Time{})
+}
+
+// awaitApproval accepts an approval, stamped by admission, naming the
+// current plan and its fingerprint.
+func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
+	if m.Status.Plan == nil || m.Status.ActiveOperation != nil {
+		return reconcile.Result{}, nil
+	}
+	var list v1alpha1.PtahMigrationApprovalList
+	if err := r.Client.List(ctx, &list, ctrl.InNamespace(m.Namespace)); err != nil {
+		return reconcile.Result{}, fmt.Errorf("list PtahMigrationApprovals in %s: %w", m.Namespace, err)
+	}
+	var accepted *v1alpha1.PtahMigrationApproval
+	for i := range list.Items {
+		a := &list.Items[i]
+		if a.Spec.MigrationName == m.Name && a.Annotations[AnnotationConsumedBy] == "" &&
+			a.Spec.PlanName == m.Status.Plan.Name && a.Spec.PlanFingerprint == m.Status.Plan.Fingerprint &&
+			a.ApprovedBy != nil && a.ApprovedBy.Username != "" {
+			accepted = a
+			break
+		}
+	}
+	if accepted == nil {
+		return reconcile.Result{}, nil
+	}
+	// The claim names the approval before the approval is marked consumed,
+	// and dispatch completes the marking, as for schemas.
+	next := r.newClaim(m, v1alpha1.OperationApply, 1)
+	next.Approval = accepted.Name
+	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonApproved,
+		fmt.Sprintf("approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, m.Status.Plan.Name))
+	if err := r.writeClaim(ctx, m, next, time.Time{}); err != nil {
+		return reconcile.Result{}, err
+	}
+	return r.dispatch(ctx, m)
+}
+
+// consumeApproval marks the approval Apply claim c names as consumed by it.
+// A retry of the same plan carries the approval its first attempt consumed.
+func (r *MigrationReconciler) consumeApproval(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) (string, error) {
+	if c.Approval == "" {
+		return "no approval is recorded for the claim", nil
+	}
+	var a v1alpha1.PtahMigrationApproval
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.Approval}, &a)
+	if apierrors.IsNotFound(err) {
+		return fmt.Sprintf("approval %s is gone", c.Approval), nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read PtahMigrationApproval %s/%s: %w", m.Namespace, c.Approval, err)
+	}
+	by := a.Annotations[AnnotationConsumedBy]
+	switch {
+	case !a.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("approval %s is being deleted", a.Name), nil
+	case m.Status.Plan == nil || a.Spec.MigrationName != m.Name || a.Spec.PlanName != m.Status.Plan.Name || a.Spec.PlanFingerprint != m.Status.Plan.Fingerprint:
+		return fmt.Sprintf("approval %s no longer names plan %s", a.Name, migrationPlanRef(m)), nil
+	case a.ApprovedBy == nil || a.ApprovedBy.Username == "":
+		return fmt.Sprintf("approval %s has no approver stamped by admission", a.Name), nil
+	case by == c.ID, by != "" && c.Attempt > 1:
+		return "", nil
+	case by != "":
+		return fmt.Sprintf("approval %s was consumed by another operation", a.Name), nil
+	}
+	patch := ctrl.MergeFrom(a.DeepCopy())
+	if a.Annotations == nil {
+		a.Annotations = map[string]string{}
+	}
+	a.Annotations[AnnotationConsumedBy] = c.ID
+	if err := r.Client.Patch(ctx, &a, patch); err != nil {
+		return "", fmt.Errorf("mark PtahMigrationApproval %s/%s consumed: %w", a.Namespace, a.Name, err)
+	}
+	return "", nil
+}
+
+// returnApproval hands back the approval of an Apply claim retired before
+// its Job was created.
+func (r *MigrationReconciler) returnApproval(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) {
+	if c.Approval == "" || c.Attempt > 1 {
+		return
+	}
+	var a v1alpha1.PtahMigrationApproval
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.Approval}, &a); err != nil {
+		return
+	}
+	if a.Annotations[AnnotationConsumedBy] != c.ID {
+		return
+	}
+	patch := ctrl.MergeFrom(a.DeepCopy())
+	delete(a.Annotations, AnnotationConsumedBy)
+	_ = r.Client.Patch(ctx, &a, patch) // a failure leaves it consumed: a person approves again
+}

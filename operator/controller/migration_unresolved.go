@@ -1,0 +1,242 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// An unresolved run is an Apply that ended without establishing what it
+// committed. It is recorded in status.unresolvedRun and, so that a restore
+// which drops status does not lose it, copied to an annotation. While one is
+// recorded nothing is planned; a clean reading of the history settles it
+// (each version's history row is committed in the version's own
+// transaction, so the history says exactly what committed), and so does a
+// person's PtahMigrationRunAcknowledgment. Deleting the resource discards
+// it, with an Event; the finalizer is there so that Event is recorded.
+const (
+	AnnotationUnresolvedRun = "operator.ptah.run/unresolved-run"
+	FinalizerMigration      = "operator.ptah.run/migration"
+)
+
+// migrationDatabase names the target as the manager knows it: by its Secret
+// reference, never by a URL it does not read.
+func migrationDatabase(m *v1alpha1.PtahMigration) string {
+	u := m.Spec.Target.URLFrom
+	return fmt.Sprintf("Secret %s key %s", u.Name, u.Key)
+}
+
+// uncertain records that Apply c ended without establishing what it
+// committed, and reads the history read-only.
+func (r *MigrationReconciler) uncertain(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, why string) (reconcile.Result, error) {
+	run := &v1alpha1.UnresolvedRun{
+		Operation:   c.ID,
+		JobName:     c.JobName,
+		Attempt:     c.Attempt,
+		FromVersion: m.Status.AppliedVersion,
+		Versions:    slices.Clone(planVersions(m)),
+		Reason:      bound(why, 4096),
+		Database:    migrationDatabase(m),
+		Time:        metav1.Time{Time: r.clock()},
+	}
+	m.Status.UnresolvedRun = run
+	setUnresolvedCondition(m)
+	msg := fmt.Sprintf("Apply Job %s (operation %s, versions %s over version %d, database %s) ended without establishing what it committed: %s; nothing is planned until a reading of the history or a PtahMigrationRunAcknowledgment naming the operation settles it",
+		c.JobName, c.ID, versionList(run.Versions), run.FromVersion, run.Database, why)
+	warning(r.Events, m, v1alpha1.EventMigrationRunUncertain, "Apply", "%s", msg)
+	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonApplyOutcomeUnknown, why)
+	setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, why)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRunOutcomeUnknown, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionUnknown, v1alpha1.ReasonRunOutcomeUnknown, msg)
+	m.Status.LastFailure = &v1alpha1.Failure{Code: "run_outcome_unknown", Message: why, Operation: c.Type, Time: run.Time}
+	m.Status.Plan = nil
+	m.Status.Phase = v1alpha1.PhaseObserving
+	res, err := r.finish(ctx, m, c, v1alpha1.OperationObserve, 1, time.Time{})
+	if err != nil {
+		return res, err
+	}
+	return res, r.keepCopy(ctx, m)
+}
+
+func setUnresolvedCondition(m *v1alpha1.PtahMigration) {
+	u := m.Status.UnresolvedRun
+	setCondition(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionTrue, v1alpha1.ReasonRunOutcomeUnknown, fmt.Sprintf(
+		"Apply operation %s (Job %s, versions %s over version %d) ended without establishing what it committed: %s; a reading of the history or a PtahMigrationRunAcknowledgment with spec.operation %s settles it",
+		u.Operation, u.JobName, versionList(u.Versions), u.FromVersion, u.Reason, u.Operation))
+}
+
+// settleByReading settles the unresolved run with a clean reading of the
+// history (ptah refuses a history with a row left dirty, so this one has
+// none): the versions of the run the history shows are those it committed.
+func (r *MigrationReconciler) settleByReading(ctx context.Context, m *v1alpha1.PtahMigration, mr *v1alpha1.MigrationResult) error {
+	u := m.Status.UnresolvedRun
+	var committed []int64
+	for _, v := range u.Versions {
+		if v <= mr.Current && !slices.ContainsFunc(mr.Pending, func(p v1alpha1.PendingMigration) bool { return p.Version == v }) {
+			committed = append(committed, v)
+		}
+	}
+	outcome := v1alpha1.RunPartial
+	switch len(committed) {
+	case 0:
+		outcome = v1alpha1.RunNotApplied
+	case len(u.Versions):
+		outcome = v1alpha1.RunApplied
+	}
+	return r.settle(ctx, m, fmt.Sprintf("a reading of the history settled Apply operation %s: outcome %s, versions %s committed, the history at version %d",
+		u.Operation, outcome, versionList(committed), mr.Current))
+}
+
+// settle clears the unresolved run: the annotation first, so that a crash
+// in between leaves the run recorded (and its copy put back) rather than a
+// copy that would be restored after the run was settled.
+func (r *MigrationReconciler) settle(ctx context.Context, m *v1alpha1.PtahMigration, msg string) error {
+	if _, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
+		patch := ctrl.MergeFrom(m.DeepCopy())
+		delete(m.Annotations, AnnotationUnresolvedRun)
+		if err := r.Client.Patch(ctx, m, patch); err != nil {
+			return fmt.Errorf("remove the %s annotation of PtahMigration %s/%s: %w", AnnotationUnresolvedRun, m.Namespace, m.Name, err)
+		}
+	}
+	m.Status.UnresolvedRun = nil
+	setCondition(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled, msg)
+	return nil
+}
+
+// acknowledged settles the unresolved run with a person's acknowledgment
+// naming its operation, stamped by admission, and reads the history again
+// before anything is planned.
+func (r *MigrationReconciler) acknowledged(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	u := m.Status.UnresolvedRun
+	var list v1alpha1.PtahMigrationRunAcknowledgmentList
+	if err := r.Client.List(ctx, &list, ctrl.InNamespace(m.Namespace)); err != nil {
+		return false, fmt.Errorf("list PtahMigrationRunAcknowledgments in %s: %w", m.Namespace, err)
+	}
+	var ack *v1alpha1.PtahMigrationRunAcknowledgment
+	for i := range list.Items {
+		a := &list.Items[i]
+		if a.Spec.MigrationName == m.Name && a.Spec.Operation == u.Operation && a.AcknowledgedBy != nil && a.AcknowledgedBy.Username != "" {
+			ack = a
+			break
+		}
+	}
+	if ack == nil {
+		return false, nil
+	}
+	what := string(ack.Spec.Outcome)
+	if v := ack.Spec.LastCommittedVersion; v != nil {
+		what += fmt.Sprintf(", last committed version %d", *v)
+	}
+	msg := fmt.Sprintf("%s acknowledged Apply operation %s (Job %s, versions %s over version %d) in %s: outcome %s; the history is read again before anything is planned",
+		ack.AcknowledgedBy.Username, u.Operation, u.JobName, versionList(u.Versions), u.FromVersion, ack.Name, what)
+	if c := m.Status.ActiveOperation; c != nil {
+		// A reading that was waiting for its retry: a fresh one follows.
+		r.deleteJob(ctx, m, c)
+		revokeCredential(ctx, r.Client, m, c)
+		m.Status.ActiveOperation = nil
+	}
+	if err := r.settle(ctx, m, msg); err != nil {
+		return false, err
+	}
+	normal(r.Events, m, v1alpha1.EventUnresolvedRunAcknowledged, "Acknowledge", "%s", msg)
+	m.Status.Phase = v1alpha1.PhaseObserving
+	return true, r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+}
+
+// keepFinalizer adds the finalizer that lets a deletion discard an
+// unresolved run with an Event.
+func (r *MigrationReconciler) keepFinalizer(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	if controllerutil.ContainsFinalizer(m, FinalizerMigration) {
+		return false, nil
+	}
+	patch := ctrl.MergeFrom(m.DeepCopy())
+	controllerutil.AddFinalizer(m, FinalizerMigration)
+	if err := r.Client.Patch(ctx, m, patch); err != nil {
+		return false, fmt.Errorf("add finalizer %s to PtahMigration %s/%s: %w", FinalizerMigration, m.Namespace, m.Name, err)
+	}
+	return true, nil
+}
+
+// keepCopy keeps the annotation a copy of status.unresolvedRun while one is
+// recorded.
+func (r *MigrationReconciler) keepCopy(ctx context.Context, m *v1alpha1.PtahMigration) error {
+	u := m.Status.UnresolvedRun
+	if u == nil {
+		return nil
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		return err
+	}
+	if m.Annotations[AnnotationUnresolvedRun] == string(b) {
+		return nil
+	}
+	patch := ctrl.MergeFrom(m.DeepCopy())
+	if m.Annotations == nil {
+		m.Annotations = map[string]string{}
+	}
+	m.Annotations[AnnotationUnresolvedRun] = string(b)
+	if err := r.Client.Patch(ctx, m, patch); err != nil {
+		return fmt.Errorf("copy the unresolved run of PtahMigration %s/%s to its %s annotation: %w", m.Namespace, m.Name, AnnotationUnresolvedRun, err)
+	}
+	return nil
+}
+
+// restore puts back the unresolved run of a resource that came back with
+// the annotation but without the run in its status.
+func (r *MigrationReconciler) restore(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	copied, ok := m.Annotations[AnnotationUnresolvedRun]
+	if !ok || m.Status.UnresolvedRun != nil {
+		return false, nil
+	}
+	var u v1alpha1.UnresolvedRun
+	if err := json.Unmarshal([]byte(copied), &u); err != nil || u.Operation == "" {
+		log.FromContext(ctx).Error(err, "the unresolved-run annotation holds no run; it is left as it is", "annotation", AnnotationUnresolvedRun)
+		return false, nil
+	}
+	m.Status.UnresolvedRun = &u
+	setUnresolvedCondition(m)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRunOutcomeUnknown, "an unresolved run was restored from the "+AnnotationUnresolvedRun+" annotation")
+	warning(r.Events, m, v1alpha1.EventUnresolvedRunRestored, "Restore",
+		"PtahMigration %s came back without the record of Apply operation %s (Job %s, versions %s over version %d, database %s) in its status, as a restore that drops status does; it was put back from its %s annotation, and nothing is planned until a reading or a PtahMigrationRunAcknowledgment settles it",
+		m.Name, u.Operation, u.JobName, versionList(u.Versions), u.FromVersion, u.Database, AnnotationUnresolvedRun)
+	return true, r.save(ctx, m)
+}
+
+// deleting records the discarding of an unresolved run, if one is
+// recorded, and lets the deletion go on.
+func (r *MigrationReconciler) deleting(ctx context.Context, m *v1alpha1.PtahMigration) error {
+	if !controllerutil.ContainsFinalizer(m, FinalizerMigration) {
+		return nil
+	}
+	u := m.Status.UnresolvedRun
+	if u == nil {
+		if copied, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
+			var restored v1alpha1.UnresolvedRun
+			if json.Unmarshal([]byte(copied), &restored) == nil && restored.Operation != "" {
+				u = &restored
+			}
+		}
+	}
+	if u != nil {
+		warning(r.Events, m, v1alpha1.EventUnresolvedRunDiscarded, "Delete",
+			"deleting PtahMigration %s discarded the record of Apply operation %s (Job %s) nobody accounted for: outcome unknown, versions %s over version %d, database %s",
+			m.Name, u.Operation, u.JobName, versionList(u.Versions), u.FromVersion, u.Database)
+	}
+	patch := ctrl.MergeFrom(m.DeepCopy())
+	controllerutil.RemoveFinalizer(m, FinalizerMigration)
+	if err := r.Client.Patch(ctx, m, patch); ctrl.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("remove finalizer %s from PtahMigration %s/%s: %w", FinalizerMigration, m.Namespace, m.Name, err)
+	}
+	return nil
+}
