@@ -12,6 +12,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -26,7 +27,7 @@ import (
 func main() {
 	var (
 		image, devImage, ptahVersion, metricsAddr, probeAddr, plainHTTP string
-		watchNamespaces, selector                                       string
+		watchNamespaces, selector, transport                            string
 		leaderElect                                                     bool
 		planHistory                                                     int
 		resultTimeout, leaseDuration, retention                         time.Duration
@@ -39,6 +40,7 @@ func main() {
 	flag.DurationVar(&leaseDuration, "database-lease-duration", time.Minute, "how long the per-database Lease guarding Plan and Apply holds unrenewed")
 	flag.DurationVar(&retention, "history-retention", time.Hour, "how long finished Jobs and result records are kept before they are deleted")
 	flag.IntVar(&planHistory, "plan-history", 10, "how many plans nothing names any more are kept per schema past the retention (at least 1)")
+	flag.StringVar(&transport, "migration-result-transport", runner.TransportDurable, "how new PtahMigration Jobs deliver their result: durable (a PtahResultRecord through the API, with an operation-bound credential) or legacy (a framed result in the container log, summarized in the termination message); a Job is read the way it records")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one manager reconciles")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces to reconcile (default: all)")
 	flag.StringVar(&selector, "selector", "", "label selector of the PtahSchemas to reconcile (default: all)")
@@ -49,6 +51,10 @@ func main() {
 	flag.Parse()
 	if planHistory < 1 {
 		fmt.Fprintf(os.Stderr, "manager: --plan-history=%d: must be at least 1 (the default is 10)\n", planHistory)
+		os.Exit(2)
+	}
+	if transport != runner.TransportDurable && transport != runner.TransportLegacy {
+		fmt.Fprintf(os.Stderr, "manager: --migration-result-transport=%q: want %s or %s\n", transport, runner.TransportDurable, runner.TransportLegacy)
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
@@ -93,7 +99,15 @@ func main() {
 		os.Exit(1)
 	}
 	mr := controller.NewMigration(mgr, b, hosts)
-	mr.ResultTimeout, mr.Retention = resultTimeout, retention
+	mr.ResultTimeout, mr.Retention, mr.ResultTransport = resultTimeout, retention, transport
+	// Every manager reads logs, whatever its own setting: a Job dispatched
+	// under legacy by an earlier setting is still read from its Pod's log.
+	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())
+	if err != nil {
+		log.Error(err, "create the client that reads Pod logs")
+		os.Exit(1)
+	}
+	mr.Logs = controller.ClientsetLogs{Clientset: cs}
 	if err := mr.SetupWithManager(mgr); err != nil {
 		log.Error(err, "set up the PtahMigration controller")
 		os.Exit(1)

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/jobsim"
@@ -29,6 +30,8 @@ type kubeletLogs struct {
 	k     *jobsim.Kubelet
 	reads atomic.Int32
 	lose  atomic.Bool
+	// lost names Pods whose logs are always lost.
+	lost string
 }
 
 func (l *kubeletLogs) ContainerLog(_ context.Context, namespace, pod, container string) ([]byte, error) {
@@ -37,7 +40,7 @@ func (l *kubeletLogs) ContainerLog(_ context.Context, namespace, pod, container 
 		return nil, fmt.Errorf("container %s is not in Pod %s", container, pod)
 	}
 	log, ok := l.k.PodLog(namespace, pod)
-	if !ok || l.lose.Load() {
+	if !ok || l.lose.Load() || l.lost != "" && strings.HasPrefix(pod, l.lost) {
 		return nil, fmt.Errorf("the log of container %s of Pod %s/%s is not available", container, namespace, pod)
 	}
 	return []byte(log), nil
@@ -193,4 +196,98 @@ func withoutTransport(j *batchv1.Job) *batchv1.Job {
 	j = j.DeepCopy()
 	delete(j.Annotations, runner.AnnotationResultTransport)
 	return j
+}
+
+// legacyMigrations runs the PtahMigration reconciler under the legacy
+// transport, the logs of its Apply Pods lost (a node that removed the
+// container), and cut, when set, applied to the termination message the
+// manager reads of them.
+func legacyMigrations(t *testing.T, cut func(string) string) *env {
+	logs := &kubeletLogs{lost: "ptah-apply-shop-"}
+	e := newEnv(t, func(o *envOption) {
+		o.migration = func(r *MigrationReconciler) {
+			r.ResultTransport, r.Logs, r.ResultTimeout = runner.TransportLegacy, logs, 3*time.Second
+			if cut == nil {
+				return
+			}
+			// The kubelet cuts a termination message at 4096 bytes; the
+			// runner's summary is never that long, so the cut is made here,
+			// in what the manager reads of the Apply's Pod.
+			r.APIReader = interceptor.NewClient(noWatch{r.APIReader.(client.Client)}, interceptor.Funcs{
+				List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+					if err := c.List(ctx, list, opts...); err != nil {
+						return err
+					}
+					if pods, ok := list.(*corev1.PodList); ok {
+						for i := range pods.Items {
+							if st := terminated(&pods.Items[i]); st != nil && strings.HasPrefix(pods.Items[i].Name, "ptah-apply-shop-") {
+								st.Message = cut(st.Message)
+							}
+						}
+					}
+					return nil
+				},
+			})
+		}
+	})
+	logs.k = e.kubelet
+	return e
+}
+
+// TestLegacyMigrationConverges: under the legacy transport every Job's
+// result comes from its Pod; the Apply's log is lost, so its termination
+// summary says what it committed, and the read-only proof converges.
+func TestLegacyMigrationConverges(t *testing.T) {
+	t.Parallel()
+	e := legacyMigrations(t, nil)
+	e.migration(pushMigrations(t, "legacy-converges-"+e.ns, migrationsV1))
+	m := migrated(e, 3)
+	if m.Status.UnresolvedRun != nil || e.history() != "1 2 3" {
+		t.Errorf("unresolved %+v, history %q", m.Status.UnresolvedRun, e.history())
+	}
+	ev := e.awaitMigrationEvent(v1alpha1.EventMigrationRunFinished, 5*time.Second, nil)
+	if ev.Type != corev1.EventTypeNormal || !strings.Contains(ev.Message, "Applied: versions 1,2,3 committed") {
+		t.Errorf("MigrationRunFinished from the summary: %s %q", ev.Type, ev.Message)
+	}
+	if n := len(e.migrationEvents(v1alpha1.EventTerminationSummaryRefused)); n != 0 {
+		t.Errorf("%d TerminationSummaryRefused Events for a summary of this attempt", n)
+	}
+	for _, j := range e.jobs("ptah-") {
+		if jobTransport(&j) != runner.TransportLegacy {
+			t.Errorf("Job %s records transport %q", j.Name, jobTransport(&j))
+		}
+	}
+	var recs v1alpha1.PtahResultRecordList
+	must(t, shared.c.List(context.Background(), &recs, client.InNamespace(e.ns)))
+	if n := len(recs.Items); n != 0 {
+		t.Errorf("%d PtahResultRecords under the legacy transport", n)
+	}
+}
+
+// TestEventTerminationSummaryRefused: a legacy Apply whose log is lost and
+// whose summary was cut short is not read from its summary: the Event says
+// why, the run is recorded as unknown, and nothing is planned until the
+// read-only reading settles it (it committed all three).
+func TestEventTerminationSummaryRefused(t *testing.T) {
+	t.Parallel()
+	e := legacyMigrations(t, func(msg string) string { return msg[:len(msg)/2] })
+	e.migration(pushMigrations(t, "legacy-refused-"+e.ns, migrationsV1))
+	ev := e.awaitMigrationEvent(v1alpha1.EventTerminationSummaryRefused, converge, nil)
+	assertEvent(t, ev, "shop")
+	if !strings.Contains(ev.Message, "the log held no readable result") || !strings.Contains(ev.Message, "cut short") ||
+		!strings.Contains(ev.Message, "recorded as unknown") {
+		t.Errorf("TerminationSummaryRefused says %q", ev.Message)
+	}
+	unc := e.awaitMigrationEvent(v1alpha1.EventMigrationRunUncertain, 10*time.Second, nil)
+	if !strings.Contains(unc.Message, "termination summary was refused") {
+		t.Errorf("MigrationRunUncertain says %q", unc.Message)
+	}
+	m := migrated(e, 3)
+	if !conditionIs(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled) ||
+		!strings.Contains(conditionMessage(m, v1alpha1.ConditionUnresolvedRun), "outcome Applied") {
+		t.Errorf("the reading did not settle the run as Applied: %s %q", migrationConditions(m), conditionMessage(m, v1alpha1.ConditionUnresolvedRun))
+	}
+	if h := e.history(); h != "1 2 3" {
+		t.Errorf("history %q", h)
+	}
 }

@@ -51,6 +51,13 @@ type MigrationReconciler struct {
 	MaxAttempts int32
 	// Retention is how long finished Jobs and result records are kept (default 1h).
 	Retention time.Duration
+	// ResultTransport is the transport new Jobs deliver their result by:
+	// runner.TransportDurable (empty) or runner.TransportLegacy (see
+	// legacy.go for why it is the manager's to choose). A Job is read by
+	// the transport it records, whatever this says by then.
+	ResultTransport string
+	// Logs reads a legacy Job's Pod log.
+	Logs PodLogs
 
 	now func() time.Time
 	// refusals remembers the Pod-creation refusals and foreign records
@@ -325,6 +332,9 @@ func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigrat
 		return reconcile.Result{}, fmt.Errorf("read Job %s/%s of the active operation of PtahMigration %s: %w", m.Namespace, c.JobName, m.Name, err)
 	}
 	if finished, at := jobFinished(&j); finished {
+		if jobTransport(&j) == runner.TransportLegacy {
+			return r.legacyFinished(ctx, m, c, &j, at)
+		}
 		rec, err = readRecord(ctx, r.APIReader, r.APIReader, r.resultTimeout(), m, c)
 		if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
 			return r.foreign(ctx, m, c, bad)
@@ -462,6 +472,9 @@ func migrationOperation(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, 
 
 func (r *MigrationReconciler) job(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) *batchv1.Job {
 	op := migrationOperation(m, c, slices.Contains(r.PlainHTTP, registryHost(m.Spec.Migrations.OCIRef)))
+	if r.ResultTransport == runner.TransportLegacy {
+		op.ResultTransport = runner.TransportLegacy
+	}
 	return job(m, c, r.Binding.of(m), op)
 }
 

@@ -102,11 +102,16 @@ func (r *MigrationReconciler) settleByReading(ctx context.Context, m *v1alpha1.P
 // copy that would be restored after the run was settled.
 func (r *MigrationReconciler) settle(ctx context.Context, m *v1alpha1.PtahMigration, msg string) error {
 	if _, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
+		// The patch answers with the stored status: what this reconcile
+		// read (the applied version of the reading that settles the run) is
+		// kept, not replaced by it.
+		status := m.Status.DeepCopy()
 		patch := ctrl.MergeFrom(m.DeepCopy())
 		delete(m.Annotations, AnnotationUnresolvedRun)
 		if err := r.Client.Patch(ctx, m, patch); err != nil {
 			return fmt.Errorf("remove the %s annotation of PtahMigration %s/%s: %w", AnnotationUnresolvedRun, m.Namespace, m.Name, err)
 		}
+		m.Status = *status
 	}
 	m.Status.UnresolvedRun = nil
 	setCondition(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled, msg)

@@ -105,7 +105,6 @@ func TestEveryReasonHasItsTest(t *testing.T) {
 var notYetCovered = map[string]string{
 	v1alpha1.EventMigrationJobCleanupDeferred: "PtahMigration only (issue 14)",
 	v1alpha1.EventTargetLockReleaseOwed:       "PtahMigration only (issue 14)",
-	v1alpha1.EventTerminationSummaryRefused:   "PtahMigration only (issue 14)",
 }
 
 // notYetOnMigration are the reasons recorded on both kinds whose TestEvent
