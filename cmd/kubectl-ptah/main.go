@@ -5,7 +5,7 @@
 //	kubectl ptah status SCHEMA [-n NAMESPACE]
 //	kubectl ptah events SCHEMA [-n NAMESPACE]
 //	kubectl ptah approve SCHEMA [--name APPROVAL] [-n NAMESPACE]
-//	kubectl ptah migration MIGRATION [-n NAMESPACE]
+//	kubectl ptah migration [status|plan|events] MIGRATION [-n NAMESPACE]
 //
 // approve is its one write: a PtahSchemaApproval of the plan the schema
 // awaits, checked against its digest first; admission stamps the approver.
@@ -37,7 +37,7 @@ const usage = `usage:
   kubectl ptah status SCHEMA [-n NAMESPACE]
   kubectl ptah events SCHEMA [-n NAMESPACE]
   kubectl ptah approve SCHEMA [--name APPROVAL] [-n NAMESPACE]
-  kubectl ptah migration MIGRATION [-n NAMESPACE]
+  kubectl ptah migration [status|plan|events] MIGRATION [-n NAMESPACE]
 
 The cluster is the one KUBECONFIG (or --kubeconfig) names; the namespace
 defaults to its current context's.
@@ -75,8 +75,13 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	kind := "PtahSchema"
+	view := "status"
 	if verb == "migration" {
 		kind = "PtahMigration"
+		// migration NAME is its status; migration VIEW NAME one view of it.
+		if len(positional) == 2 && slices.Contains([]string{"status", "plan", "events"}, positional[0]) {
+			view, positional = positional[0], positional[1:]
+		}
 	}
 	if len(positional) != 1 {
 		return fmt.Errorf("%s takes one %s name, got %d arguments", verb, kind, len(positional))
@@ -125,6 +130,12 @@ func run(args []string, stdout io.Writer) error {
 		_, err = fmt.Fprintf(stdout, "ptahschemaapproval.operator.ptah.run/%s created: plan %s approved %s\n", a.Name, a.Spec.PlanName, by)
 		return err
 	case "migration":
+		switch view {
+		case "plan":
+			return r.MigrationPlan(ctx, stdout, positional[0])
+		case "events":
+			return r.MigrationEvents(ctx, stdout, positional[0], time.Now())
+		}
 		return r.Migration(ctx, stdout, positional[0], time.Now())
 	}
 	return r.Status(ctx, stdout, positional[0], time.Now())

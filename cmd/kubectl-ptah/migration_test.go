@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,7 +18,8 @@ import (
 // unresolved run from a real API server, as the manager would have written
 // them, and refuses a plan that is not the one its status names.
 func TestPluginShowsMigrations(t *testing.T) {
-	api, c, must := cluster(t, "operator.ptah.run_ptahmigrations.yaml", "operator.ptah.run_ptahmigrationplans.yaml")
+	api, c, must := cluster(t, "operator.ptah.run_ptahmigrations.yaml", "operator.ptah.run_ptahmigrationplans.yaml",
+		"operator.ptah.run_ptahmigrationapprovals.yaml", "operator.ptah.run_ptahmigrationrunacknowledgments.yaml")
 	ctx := context.Background()
 	const sum = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 	must(c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team"}}))
@@ -41,7 +44,7 @@ func TestPluginShowsMigrations(t *testing.T) {
 		t.Fatalf("kubectl ptah migration: %v", err)
 	}
 	for _, want := range []string{
-		"Applied version:  2",
+		"Applied version:   2",
 		"Current plan: ledger-1 (from version 2",
 		"3        entries_note   " + sum,
 		"Unresolved run: operation sha256:abcdef0123456789 (attempt 1, Job ptah-migration-apply-ledger-1)",
@@ -49,10 +52,50 @@ func TestPluginShowsMigrations(t *testing.T) {
 		"kind: PtahMigrationRunAcknowledgment",
 		"operation: sha256:abcdef0123456789",
 		"UnresolvedRun  True    RunOutcomeUnknown",
+		"Pending versions:  not known until the unresolved run below is settled",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("kubectl ptah migration printed:\n%s\nwant it to contain %q", out.String(), want)
 		}
+	}
+
+	// Settled: the plan's versions are what is pending.
+	m.Status.UnresolvedRun = nil
+	must(c.Status().Update(ctx, m))
+	out.Reset()
+	if err := run([]string{"migration", "ledger", "-n", "team"}, &out); err != nil || !strings.Contains(out.String(), "Pending versions:  3, 4 (plan ledger-1)") ||
+		strings.Contains(out.String(), "Unresolved run") {
+		t.Errorf("kubectl ptah migration, the run settled: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	if err := run([]string{"migration", "plan", "ledger", "-n", "team"}, &out); err != nil || !strings.HasPrefix(out.String(), "\nCurrent plan: ledger-1 (from version 2") ||
+		!strings.Contains(out.String(), "4        entries_index  "+sum) || strings.Contains(out.String(), "Applied version") {
+		t.Errorf("kubectl ptah migration plan: %v\n%s", err, out.String())
+	}
+
+	// Events: the migration's and its acknowledgment's, oldest first; not
+	// another migration's.
+	must(c.Create(ctx, &v1alpha1.PtahMigrationRunAcknowledgment{ObjectMeta: metav1.ObjectMeta{Name: "ledger-ack", Namespace: "team"},
+		Spec: v1alpha1.PtahMigrationRunAcknowledgmentSpec{MigrationName: "ledger", Operation: "sha256:abcdef0123456789", Outcome: v1alpha1.RunNotApplied}}))
+	base := time.Now().Add(-time.Minute)
+	for i, ev := range []struct{ kind, name, typ, reason, msg string }{
+		{"PtahMigration", "ledger", corev1.EventTypeWarning, v1alpha1.EventTerminationSummaryRefused, "the summary was cut short"},
+		{"PtahMigration", "other", corev1.EventTypeNormal, v1alpha1.EventMigrationRunFinished, "not ledger's"},
+		{"PtahMigrationRunAcknowledgment", "ledger-ack", corev1.EventTypeNormal, "Seen", "the acknowledgment's own"},
+		{"PtahMigration", "ledger", corev1.EventTypeNormal, v1alpha1.EventUnresolvedRunAcknowledged, "bob acknowledged it"},
+	} {
+		must(c.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("ev-%d", i), Namespace: "team"},
+			InvolvedObject: corev1.ObjectReference{Kind: ev.kind, Name: ev.name, Namespace: "team", APIVersion: v1alpha1.GroupVersion.String()},
+			Type:           ev.typ, Reason: ev.reason, Message: ev.msg, LastTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Second))}))
+	}
+	out.Reset()
+	if err := run([]string{"migration", "events", "ledger", "-n", "team"}, &out); err != nil {
+		t.Fatalf("kubectl ptah migration events: %v", err)
+	}
+	got := out.String()
+	refused, ack, acked := strings.Index(got, "TerminationSummaryRefused"), strings.Index(got, "the acknowledgment's own"), strings.Index(got, "UnresolvedRunAcknowledged")
+	if refused < 0 || ack < 0 || acked < 0 || !(refused < ack && ack < acked) || strings.Contains(got, "not ledger's") {
+		t.Errorf("kubectl ptah migration events printed:\n%s\nwant ledger's and its acknowledgment's Events, oldest first, and no other's", got)
 	}
 
 	// A status naming a plan under a fingerprint the plan does not have.

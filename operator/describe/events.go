@@ -30,6 +30,39 @@ func (r Reader) Events(ctx context.Context, w io.Writer, name string, now time.T
 			on[v1alpha1.KindPtahSchemaApproval+"/"+a.Name] = true
 		}
 	}
+	return r.events(ctx, w, "ptahschema "+name+" or its approvals", on, now)
+}
+
+// MigrationEvents prints, oldest first, the Events recorded on the
+// PtahMigration and on the approvals and acknowledgments that name it.
+func (r Reader) MigrationEvents(ctx context.Context, w io.Writer, name string, now time.Time) error {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, &v1alpha1.PtahMigration{}); err != nil {
+		return fmt.Errorf("read ptahmigration %s in namespace %s: %w", name, r.Namespace, err)
+	}
+	on := map[string]bool{v1alpha1.KindPtahMigration + "/" + name: true}
+	var approvals v1alpha1.PtahMigrationApprovalList
+	if err := r.Client.List(ctx, &approvals, client.InNamespace(r.Namespace)); err != nil {
+		return fmt.Errorf("list ptahmigrationapprovals in namespace %s: %w", r.Namespace, err)
+	}
+	for _, a := range approvals.Items {
+		if a.Spec.MigrationName == name {
+			on["PtahMigrationApproval/"+a.Name] = true
+		}
+	}
+	var acks v1alpha1.PtahMigrationRunAcknowledgmentList
+	if err := r.Client.List(ctx, &acks, client.InNamespace(r.Namespace)); err != nil {
+		return fmt.Errorf("list ptahmigrationrunacknowledgments in namespace %s: %w", r.Namespace, err)
+	}
+	for _, a := range acks.Items {
+		if a.Spec.MigrationName == name {
+			on["PtahMigrationRunAcknowledgment/"+a.Name] = true
+		}
+	}
+	return r.events(ctx, w, "ptahmigration "+name+" or its approvals and acknowledgments", on, now)
+}
+
+// events prints the namespace's Events on the objects on names.
+func (r Reader) events(ctx context.Context, w io.Writer, what string, on map[string]bool, now time.Time) error {
 	var list corev1.EventList
 	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
 		return fmt.Errorf("list events in namespace %s: %w", r.Namespace, err)
@@ -42,7 +75,7 @@ func (r Reader) Events(ctx context.Context, w io.Writer, name string, now time.T
 	}
 	sort.SliceStable(evs, func(i, j int) bool { return when(evs[i]).Before(when(evs[j])) })
 	if len(evs) == 0 {
-		_, err := fmt.Fprintf(w, "No events on ptahschema %s or its approvals.\n", name)
+		_, err := fmt.Fprintf(w, "No events on %s.\n", what)
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -37,6 +37,14 @@ func (r Reader) Migration(ctx context.Context, w io.Writer, name string, now tim
 	} else {
 		fmt.Fprintf(tw, "Applied version:\tnone read yet\n")
 	}
+	switch {
+	case st.UnresolvedRun != nil:
+		fmt.Fprintf(tw, "Pending versions:\tnot known until the unresolved run below is settled\n")
+	case st.Plan != nil && len(st.Plan.Versions) > 0:
+		fmt.Fprintf(tw, "Pending versions:\t%s (plan %s)\n", versionList(st.Plan.Versions), st.Plan.Name)
+	default:
+		fmt.Fprintf(tw, "Pending versions:\tnone\n")
+	}
 	if op := st.ActiveOperation; op != nil {
 		fmt.Fprintf(tw, "Active operation:\t%s (attempt %d), Job %s\n", op.Type, op.Attempt, op.JobName)
 	}
@@ -63,6 +71,24 @@ func (r Reader) Migration(ctx context.Context, w io.Writer, name string, now tim
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s%s\n", c.Type, c.Status, c.Reason, age(now, c.LastTransitionTime), oneLine(c.Message), stale)
 	}
 	return tw.Flush()
+}
+
+// MigrationPlan prints only the plan a PtahMigration's status names: its
+// pending versions and the checksums they are pinned to.
+func (r Reader) MigrationPlan(ctx context.Context, w io.Writer, name string) error {
+	m := &v1alpha1.PtahMigration{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, m); err != nil {
+		return fmt.Errorf("read ptahmigration %s in namespace %s: %w", name, r.Namespace, err)
+	}
+	return r.migrationPlan(ctx, w, m)
+}
+
+func versionList(vs []int64) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ", ")
 }
 
 // migrationPlan prints the plan status.plan names, read from its object: a
@@ -93,12 +119,8 @@ func (r Reader) migrationPlan(ctx context.Context, w io.Writer, m *v1alpha1.Ptah
 // writeUnresolved says what is unknown about the run and how a person who
 // found out settles it.
 func writeUnresolved(w io.Writer, m *v1alpha1.PtahMigration, u *v1alpha1.UnresolvedRun) {
-	versions := make([]string, len(u.Versions))
-	for i, v := range u.Versions {
-		versions[i] = fmt.Sprint(v)
-	}
 	fmt.Fprintf(w, "\nUnresolved run: operation %s (attempt %d, Job %s)\n", u.Operation, u.Attempt, u.JobName)
-	fmt.Fprintf(w, "  It was to apply versions %s after version %d", strings.Join(versions, ", "), u.FromVersion)
+	fmt.Fprintf(w, "  It was to apply versions %s after version %d", versionList(u.Versions), u.FromVersion)
 	if u.Database != "" {
 		fmt.Fprintf(w, " to %s", u.Database)
 	}
