@@ -25,6 +25,15 @@ func runLegacy(ctx context.Context, cfg Config, env map[string]string, op *Opera
 	} else {
 		execute(ctx, cfg, env, nil, op, out)
 	}
+	if ctx.Err() != nil {
+		// Stopped (the Pod deleted, the deadline passed): ptah was killed
+		// wherever it was, so nothing it reported establishes the run. No
+		// frame and no summary, as a durable runner delivers no record:
+		// the manager records an Apply's outcome as unknown.
+		fmt.Fprintf(cfg.Log, "runner: stopped before operation %s established its outcome (%v); no result is written\n", op.ID, ctx.Err())
+		_ = q.Close()
+		return out, fmt.Errorf("operation %s was stopped before it established its outcome: %w", op.ID, ctx.Err())
+	}
 	spec := record(op, out).Spec
 	frame, err := resultlog.Encode(&spec)
 	if err != nil {

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"ptah.run/operator/acceptance/testenv"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
@@ -142,4 +144,56 @@ func TestLegacyTransportRefusals(t *testing.T) {
 	if out.Error == nil || out.Error.Code != ErrProtocolMismatch || v.Spec == nil || v.Spec.Error == nil || v.Spec.Error.Code != ErrProtocolMismatch {
 		t.Errorf("a protocol mismatch under the legacy transport: outcome %+v, read %+v\nlog:\n%s", out.Error, v, log.String())
 	}
+}
+
+// TestLegacyRunStoppedWritesNoResult: a run stopped while ptah works (the
+// Pod deleted) writes neither a frame nor a summary, so its outcome is
+// unknown rather than read as "nothing applied".
+func TestLegacyRunStoppedWritesNoResult(t *testing.T) {
+	dir := t.TempDir()
+	slow := filepath.Join(dir, "ptah")
+	if err := os.WriteFile(slow, []byte("#!/bin/sh\nexec sleep 30\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	termination := filepath.Join(dir, "termination-log")
+	log := &lockedLog{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, Config{Log: log, TerminationLog: termination, Ptah: slow, WorkDir: dir, Environ: []string{
+			EnvProtocol + "=" + ProtocolVersion,
+			EnvOperation + `={"type":"migration-apply","id":"a","digest":"d","schema":"s","ociRef":"oci://r/m:v1","expectSequence":[1],"attempt":1,"resultTransport":"legacy"}`,
+		}})
+		done <- err
+	}()
+	for !strings.Contains(log.String(), "runner: ptah migrations pull") {
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "stopped before it established its outcome") {
+		t.Errorf("a stopped run: %v", err)
+	}
+	if _, err := os.Stat(termination); !os.IsNotExist(err) {
+		t.Errorf("a stopped run wrote a termination summary (%v)", err)
+	}
+	if strings.Contains(log.String(), resultlog.Marker) {
+		t.Errorf("a stopped run wrote a frame:\n%s", log.String())
+	}
+}
+
+type lockedLog struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
