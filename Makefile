@@ -80,9 +80,11 @@ chart: $(HELM)
 	$(HELM) template ptah $(CHART) --namespace ptah-system --kube-version $(KUBERNETES_VERSION) > /dev/null
 	@out=$$(mktemp -d) && $(HELM) package $(CHART) -d $$out && rm -rf $$out
 
-## scenarios: every scenario file loads (format, refusals, environment names)
+## scenarios: every scenario file loads (format, refusals, environment names), the census and
+## those in scenarios/unrecorded, written and not yet recorded (moved to scenarios/ when recorded)
 scenarios:
 	$(GO) run ./cmd/record -check -scenarios scenarios
+	$(GO) run ./cmd/record -check -scenarios scenarios/unrecorded
 
 ## recording: the committed recording still matches the scenarios, and the site builds from it
 recording:

@@ -26,6 +26,7 @@ const usage = `usage: lab VERB [ARGS]
   prepare               prepare the host: Debian packages, dockerd, the OCI runtime wrapper where needed
   reset                 delete every Ptah object and Job in the demo namespace and drop the demo tables
   publish REV           push demo/schemas/REV.sql to the lab registry under a fresh tag; prints the digest
+  publish-migrations SET  push the migration files of demo/migrations/SET under a fresh tag; prints the digest
   manifest NAME DIGEST  render demo/manifests/NAME.yaml (APPLY required; ALLOW_DESTRUCTIVE, INTERVAL, SUSPEND)
   credentials           print export PTAH_OCI_REGISTRY=... PTAH_OCI_USERNAME=... PTAH_OCI_PASSWORD=...
   psql SQL              run SQL as the application role through the demo-psql Deployment
@@ -35,7 +36,7 @@ const usage = `usage: lab VERB [ARGS]
 `
 
 // arity is how many arguments each verb takes.
-var arity = map[string]int{"up": 0, "prepare": 0, "reset": 0, "credentials": 0, "versions": 0, "publish": 1, "images": 1, "manifest": 2, "psql": 1}
+var arity = map[string]int{"up": 0, "prepare": 0, "reset": 0, "credentials": 0, "versions": 0, "publish": 1, "publish-migrations": 1, "images": 1, "manifest": 2, "psql": 1}
 
 func main() {
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
@@ -82,6 +83,8 @@ func dispatch(ctx context.Context, verb string, args []string) error {
 		return l.Reset(ctx)
 	case "publish":
 		return l.Publish(ctx, args[0])
+	case "publish-migrations":
+		return l.PublishMigrations(ctx, args[0])
 	case "manifest":
 		out, err := l.Manifest(args[0], args[1], os.LookupEnv)
 		if err != nil {

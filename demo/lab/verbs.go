@@ -99,8 +99,42 @@ func (l *Lab) Publish(ctx context.Context, rev string) error {
 	return nil
 }
 
+// PublishMigrations pushes the migration files of demo/migrations/SET to
+// the lab registry under a fresh tag of repository ledger, and prints only
+// the digest: a PtahMigration pins its artifact by digest.
+func (l *Lab) PublishMigrations(ctx context.Context, set string) error {
+	dir := filepath.Join(l.Root, "demo", "migrations", set)
+	if !namePattern.MatchString(set) {
+		return fmt.Errorf("%q is not a migration set: use a folder of demo/migrations", set)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "ptah.sum")); err != nil {
+		return fmt.Errorf("no demo/migrations/%s/ptah.sum: use a folder of demo/migrations (ptah migrations hash writes its ptah.sum)", set)
+	}
+	env, err := l.environment()
+	if err != nil {
+		return err
+	}
+	if creds, err := l.loadCredentials(); err == nil && creds != nil {
+		l.r.Secret(creds.values()...)
+	}
+	tag := fmt.Sprintf("%s-%s", set, time.Now().UTC().Format("20060102t150405")+"-"+randomHex(2))
+	ref := fmt.Sprintf("oci://%s/ledger:%s", env.get("PTAH_OCI_REGISTRY"), tag)
+	out, err := l.r.Run(ctx, run.Cmd{Name: "go", Dir: l.Root,
+		Args: []string{"run", "./cmd/ptah", "migrations", "push", ref, "--dir", dir, "--plain-http"},
+		Env:  []string{"PTAH_OCI_REGISTRY=" + env.get("PTAH_OCI_REGISTRY"), "PTAH_OCI_USERNAME=" + env.get("PTAH_OCI_USERNAME"), "PTAH_OCI_PASSWORD=" + env.get("PTAH_OCI_PASSWORD")}})
+	if err != nil {
+		return fmt.Errorf("publish migrations %s: %w", set, err)
+	}
+	digest := digestInOutput.FindString(out)
+	if digest == "" {
+		return fmt.Errorf("publish migrations %s: ptah printed no sha256 digest", set)
+	}
+	l.printf("%s\n", digest)
+	return nil
+}
+
 // Reset deletes every Ptah object and Job in the demo namespace and drops
-// the demo tables, leaving the lab up.
+// the demo tables and the migration history, leaving the lab up.
 func (l *Lab) Reset(ctx context.Context) error {
 	if _, err := l.up(ctx); err != nil {
 		return err
@@ -116,11 +150,12 @@ func (l *Lab) Reset(ctx context.Context) error {
 		return err
 	}
 	done("deleted")
-	done = l.r.Step("reset: drop the tables of schema public")
+	done = l.r.Step("reset: drop the tables of schema public and the migration history")
 	const drop = `DO $$ DECLARE t text; BEGIN
   FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = 'public' LOOP
     EXECUTE format('DROP TABLE IF EXISTS public.%I CASCADE', t);
-  END LOOP; END $$;`
+  END LOOP; END $$;
+DROP SCHEMA IF EXISTS ptah CASCADE;`
 	if _, err := l.kubectlCmd(ctx, drop, "-n", Namespace, "exec", "-i", "deployment/"+psqlDeployment, "--",
 		"sh", "-c", `exec psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -f -`); err != nil {
 		return err

@@ -1,0 +1,1 @@
+CREATE INDEX entries_account_id ON entries (account_id);
