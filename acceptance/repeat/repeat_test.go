@@ -125,6 +125,8 @@ current-context: a
 		{"create", "ptahschemaapprovals.operator.ptah.run"}, {"list", "events"},
 		{"create", "pods", "--subresource=exec"}, {"get", "deployments", "-n", "ptah-system"},
 		{"get", "customresourcedefinitions.apiextensions.k8s.io"},
+		{"create", "ptahmigrations.operator.ptah.run"}, {"create", "ptahmigrationrunacknowledgments.operator.ptah.run"},
+		{"delete", "pods"},
 	} {
 		if got := canI(need...); got != "yes" {
 			t.Errorf("kubectl auth can-i %s printed %q as the account; the scenarios need it", strings.Join(need, " "), got)
