@@ -25,6 +25,10 @@ import (
 // interval.
 const defaultMaxAttempts = 3
 
+// defaultLockTimeout is spec.policy.lockTimeout's default, for objects
+// written before it existed.
+const defaultLockTimeout = 30 * time.Second
+
 // MigrationReconciler keeps PtahMigrations applied, in order and each
 // version exactly once, with the claim, Job, credential and record
 // machinery PtahSchema uses. It never reads a Secret.
@@ -446,13 +450,17 @@ func migrationOperation(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, 
 	if m.Status.Source != nil && m.Status.Source.ResolvedDigest != "" {
 		op.OCIRef = pinned(m.Spec.Migrations.OCIRef, m.Status.Source.ResolvedDigest)
 	}
-	if c.Type == v1alpha1.OperationApply {
+	lockTimeout := durationOr(m.Spec.Policy.LockTimeout, defaultLockTimeout).String()
+	switch {
+	case c.Type == v1alpha1.OperationApply:
 		op.Type = runner.OpMigrationApply
 		op.ExpectSequence = planVersions(m)
 		op.TargetVersion = targetVersion(m)
-		if lt := m.Spec.Policy.LockTimeout; lt != nil {
-			op.LockTimeout = lt.Duration.String()
-		}
+		op.LockTimeout = lockTimeout
+	case m.Status.UnresolvedRun != nil:
+		// The reading that may settle an unresolved run waits for the
+		// writer lock: a run whose Job is gone may still be committing.
+		op.LockTimeout = lockTimeout
 	}
 	if ct := m.Spec.Execution.ConnectTimeout; ct != nil {
 		op.ConnectTimeout = ct.Duration.String()
