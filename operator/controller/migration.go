@@ -226,11 +226,23 @@ func (r *MigrationReconciler) discard(ctx context.Context, m *v1alpha1.PtahMigra
 	m.Status.ActiveOperation = nil
 }
 
+// deleteJob deletes the Job of a discarded read-only claim. When the
+// deletion cannot be made, the Job is left to the deadline it carries: it
+// changes nothing, and its record, under the old claim's name, is never
+// consumed.
 func (r *MigrationReconciler) deleteJob(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) {
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: m.Namespace}}
-	if err := r.Client.Delete(ctx, j, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		log.FromContext(ctx).Error(err, "delete the Job of a discarded claim; its owner reference removes it with the migration", "job", c.JobName)
+	err := r.Client.Delete(ctx, j, ctrl.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err == nil || apierrors.IsNotFound(err) {
+		return
 	}
+	deadline := "no deadline of its own (spec.execution.deadline is not set), so it runs until it ends"
+	if d := m.Spec.Execution.Deadline; d != nil {
+		deadline = "its own deadline of " + d.Duration.String()
+	}
+	warning(r.Events, m, v1alpha1.EventMigrationJobCleanupDeferred, "Cleanup",
+		"the cleanup of %s Job %s, whose claim was discarded, could not be scheduled (%v); the Job keeps %s, and its owner reference removes it with the migration",
+		c.Type, c.JobName, err, deadline)
 }
 
 func (r *MigrationReconciler) suspend(ctx context.Context, m *v1alpha1.PtahMigration) error {

@@ -163,6 +163,12 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 	switch report.Code(childCode) {
 	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty:
 		return r.historyRefused(ctx, m, c, child)
+	case report.LockTimeout:
+		if u := m.Status.UnresolvedRun; u != nil {
+			warning(r.Events, m, v1alpha1.EventTargetLockReleaseOwed, "Observe",
+				"the ptah writer lock on the database (%s) was not released: the reading that settles Apply operation %s (Job %s) was not granted it (%s), so a session of that run may still hold it; the release it owes is waited for again in %s",
+				u.Database, u.Operation, u.JobName, child.Message, durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry))
+		}
 	case report.Connection, report.Auth:
 		setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
 	}
