@@ -73,7 +73,7 @@ func (r *MigrationReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	var res reconcile.Result
 	var err error
 	if !m.DeletionTimestamp.IsZero() {
-		err = r.deleting(ctx, &m)
+		res, err = r.deleting(ctx, &m)
 	} else {
 		res, err = r.migrationPipeline(ctx, &m)
 	}

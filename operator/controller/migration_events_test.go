@@ -680,3 +680,47 @@ func TestEventTargetLockReleaseOwed(t *testing.T) {
 		t.Errorf("the run is not settled: %s", migrationConditions(m))
 	}
 }
+
+// TestMigrationDeletionWaitsForApply: the migration is deleted while its
+// Apply runs. The Job is not collected before it ends (the finalizer holds
+// the migration, and with it the Job), the versions are applied once, and
+// then the deletion completes.
+func TestMigrationDeletionWaitsForApply(t *testing.T) {
+	t.Parallel()
+	held, release := make(chan string, 1), make(chan struct{})
+	var once atomic.Bool
+	e := newEnv(t, func(o *envOption) {
+		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
+			if strings.HasPrefix(j.Name, "ptah-apply-shop-") && once.CompareAndSwap(false, true) {
+				held <- j.Name
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+		}
+	})
+	e.migration(pushMigrations(t, "delete-"+e.ns, migrationsV1))
+	job := <-held
+	e.awaitMigration("the Apply Job recorded", 20*time.Second, func(m *v1alpha1.PtahMigration) bool {
+		return m.Status.ActiveOperation != nil && m.Status.ActiveOperation.JobUID != ""
+	})
+	must(t, shared.c.Delete(context.Background(), e.getMigration()))
+	time.Sleep(2 * time.Second) // the manager sees the deletion while the Job is held
+	if err := shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "shop"}, &v1alpha1.PtahMigration{}); err != nil {
+		t.Fatalf("the migration went while its Apply ran: %v", err)
+	}
+	close(release)
+	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := e.kubelet.Wait(wctx, e.ns, job); err != nil {
+		t.Fatal(err)
+	}
+	awaitGone(t, e)
+	if h, n := e.history(), e.query("SELECT count(*)::text FROM audit"); h != "1 2 3" || n != "1" {
+		t.Errorf("history %q, migration 3 ran %s times", h, n)
+	}
+	if d := e.migrationEvents(v1alpha1.EventUnresolvedRunDiscarded); len(d) != 0 {
+		t.Errorf("a run that delivered its record was reported discarded: %q", d)
+	}
+}
