@@ -456,7 +456,7 @@ func TestMigrationEditedAppliedMigrationIsRefused(t *testing.T) {
 		"CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers (id), total numeric);\n"),
 		"0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\n"))
 	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = edited })
-	m := e.awaitMigration("Ready=False (AppliedMigrationModified)", converge, migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonAppliedMigrationModified))
+	m := e.awaitMigration("Ready=False (AppliedMigrationModified)", converge, migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified))
 	msg := conditionMessage(m, v1alpha1.ConditionReady)
 	if !strings.Contains(msg, "migration 2 was applied with checksum") || m.Status.Phase != v1alpha1.PhaseBlocked || m.Status.Plan != nil {
 		t.Errorf("the refusal: phase %s, plan %+v, %q", m.Status.Phase, m.Status.Plan, msg)

@@ -17,12 +17,6 @@ import (
 	"ptah.run/operator/operator/runner"
 )
 
-// ReasonAppliedMigrationModified is Ready=False on a PtahMigration whose
-// history refuses the artifact: an applied version's file was edited (or
-// removed, or a pending one numbered below an applied one). Only a new
-// artifact lifts it.
-const ReasonAppliedMigrationModified = "AppliedMigrationModified"
-
 // consume settles the active operation with its record and claims the next.
 func (r *MigrationReconciler) consume(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (reconcile.Result, error) {
 	var mr *v1alpha1.MigrationResult
@@ -187,9 +181,9 @@ func (r *MigrationReconciler) historyRefused(ctx context.Context, m *v1alpha1.Pt
 	m.Status.Plan = nil
 	m.Status.LastFailure = &v1alpha1.Failure{Code: child.Code, Message: child.Message, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
 	setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionTrue, v1alpha1.ReasonConnected, "the observe operation read the migration history")
-	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
-	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
-	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
 	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed, child.Code+": "+bound(child.Message, maxCause))
 	m.Status.Phase = v1alpha1.PhaseBlocked
 	return r.finish(ctx, m, c, "", 0, r.interval(m))
