@@ -56,7 +56,10 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 	if len(pending) == 0 {
 		m.Status.Plan = nil
 		msg := fmt.Sprintf("a fresh reading of the history at generation %d shows version %d applied and nothing pending up to target %s", m.Generation, mr.Current, targetName(m))
-		if target > 0 && mr.Current < target && len(mr.Pending) == 0 {
+		switch {
+		case target > 0 && mr.Current > target:
+			msg = fmt.Sprintf("version %d is applied, above target %d: migrations only go up, so nothing is applied", mr.Current, target)
+		case target > 0 && mr.Current < target && len(mr.Pending) == 0:
 			msg = fmt.Sprintf("the artifact has no version up to target %d beyond the applied %d", target, mr.Current)
 		}
 		setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
