@@ -61,5 +61,7 @@
 // PTAH_OCI_REGISTRY names (to any registry when it is unset). schema apply
 // and migrations up take the same PostgreSQL advisory lock, so two ptah
 // writers on one database never interleave; --lock-timeout bounds that wait
-// and every lock wait of the statements after it.
+// and every lock wait of the statements after it. migrations status
+// --lock-timeout reads the history under the same lock, so no run is in
+// progress while it reads; migrations up --to N stops at version N.
 package main

@@ -50,6 +50,7 @@ func migrationsHash(fs *flag.FlagSet) action {
 
 func migrationsStatus(fs *flag.FlagSet) action {
 	dir := dirFlag(fs)
+	lockTimeout := fs.Duration("lock-timeout", 0, "read under the ptah writer lock, granted within this, so no run is in progress while the history is read (0: take no lock)")
 	dbf := newDBFlags(fs)
 	return func(ctx context.Context, args []string) (any, bool, error) {
 		if err := noArgs(args); err != nil {
@@ -67,7 +68,10 @@ func migrationsStatus(fs *flag.FlagSet) action {
 			return nil, false, err
 		}
 		defer db.Close()
-		r, err := migrate.Status(ctx, db, d)
+		if *lockTimeout < 0 {
+			return nil, false, report.Errorf(report.Usage, "--lock-timeout %s: must not be negative", *lockTimeout)
+		}
+		r, err := migrate.StatusLocked(ctx, db, d, *lockTimeout)
 		return reportOrNil(r), false, err
 	}
 }

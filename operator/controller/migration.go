@@ -25,6 +25,10 @@ import (
 // interval.
 const defaultMaxAttempts = 3
 
+// defaultLockTimeout is spec.policy.lockTimeout's default, for objects
+// written before it existed.
+const defaultLockTimeout = 30 * time.Second
+
 // MigrationReconciler keeps PtahMigrations applied, in order and each
 // version exactly once, with the claim, Job, credential and record
 // machinery PtahSchema uses. It never reads a Secret.
@@ -76,7 +80,7 @@ func (r *MigrationReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 	var res reconcile.Result
 	var err error
 	if !m.DeletionTimestamp.IsZero() {
-		err = r.deleting(ctx, &m)
+		res, err = r.deleting(ctx, &m)
 	} else {
 		res, err = r.migrationPipeline(ctx, &m)
 	}
@@ -229,11 +233,23 @@ func (r *MigrationReconciler) discard(ctx context.Context, m *v1alpha1.PtahMigra
 	m.Status.ActiveOperation = nil
 }
 
+// deleteJob deletes the Job of a discarded read-only claim. When the
+// deletion cannot be made, the Job is left to the deadline it carries: it
+// changes nothing, and its record, under the old claim's name, is never
+// consumed.
 func (r *MigrationReconciler) deleteJob(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) {
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: m.Namespace}}
-	if err := r.Client.Delete(ctx, j, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		log.FromContext(ctx).Error(err, "delete the Job of a discarded claim; its owner reference removes it with the migration", "job", c.JobName)
+	err := r.Client.Delete(ctx, j, ctrl.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err == nil || apierrors.IsNotFound(err) {
+		return
 	}
+	deadline := "no deadline of its own (spec.execution.deadline is not set), so it runs until it ends"
+	if d := m.Spec.Execution.Deadline; d != nil {
+		deadline = "its own deadline of " + d.Duration.String()
+	}
+	warning(r.Events, m, v1alpha1.EventMigrationJobCleanupDeferred, "Cleanup",
+		"the cleanup of %s Job %s, whose claim was discarded, could not be scheduled (%v); the Job keeps %s, and its owner reference removes it with the migration",
+		c.Type, c.JobName, err, deadline)
 }
 
 func (r *MigrationReconciler) suspend(ctx context.Context, m *v1alpha1.PtahMigration) error {
@@ -456,13 +472,17 @@ func migrationOperation(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, 
 	if m.Status.Source != nil && m.Status.Source.ResolvedDigest != "" {
 		op.OCIRef = pinned(m.Spec.Migrations.OCIRef, m.Status.Source.ResolvedDigest)
 	}
-	if c.Type == v1alpha1.OperationApply {
+	lockTimeout := durationOr(m.Spec.Policy.LockTimeout, defaultLockTimeout).String()
+	switch {
+	case c.Type == v1alpha1.OperationApply:
 		op.Type = runner.OpMigrationApply
 		op.ExpectSequence = planVersions(m)
 		op.TargetVersion = targetVersion(m)
-		if lt := m.Spec.Policy.LockTimeout; lt != nil {
-			op.LockTimeout = lt.Duration.String()
-		}
+		op.LockTimeout = lockTimeout
+	case m.Status.UnresolvedRun != nil:
+		// The reading that may settle an unresolved run waits for the
+		// writer lock: a run whose Job is gone may still be committing.
+		op.LockTimeout = lockTimeout
 	}
 	if ct := m.Spec.Execution.ConnectTimeout; ct != nil {
 		op.ConnectTimeout = ct.Duration.String()

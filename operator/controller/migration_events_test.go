@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -455,7 +456,7 @@ func TestMigrationEditedAppliedMigrationIsRefused(t *testing.T) {
 		"CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers (id), total numeric);\n"),
 		"0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\n"))
 	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = edited })
-	m := e.awaitMigration("Ready=False (AppliedMigrationModified)", converge, migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonAppliedMigrationModified))
+	m := e.awaitMigration("Ready=False (AppliedMigrationModified)", converge, migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified))
 	msg := conditionMessage(m, v1alpha1.ConditionReady)
 	if !strings.Contains(msg, "migration 2 was applied with checksum") || m.Status.Phase != v1alpha1.PhaseBlocked || m.Status.Plan != nil {
 		t.Errorf("the refusal: phase %s, plan %+v, %q", m.Status.Phase, m.Status.Plan, msg)
@@ -592,5 +593,134 @@ func TestMigrationApplyOutlivesSuspendAndEdits(t *testing.T) {
 	m := migrated(e, 3)
 	if m.Status.Plan != nil {
 		t.Errorf("a plan for target 1 below the applied version 3: %+v", m.Status.Plan)
+	}
+}
+
+// TestEventMigrationJobCleanupDeferred: a running Observe's claim is
+// discarded by a spec edit, and the API server refuses to delete its Job
+// (a fault only the interceptor can provoke at will). The Job keeps its
+// deadline, and the new generation goes on.
+func TestEventMigrationJobCleanupDeferred(t *testing.T) {
+	t.Parallel()
+	held, release := make(chan string, 1), make(chan struct{})
+	var once atomic.Bool
+	e := newEnv(t, func(o *envOption) {
+		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
+			if strings.HasPrefix(j.Name, "ptah-observe-shop-") && once.CompareAndSwap(false, true) {
+				held <- j.Name
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+		}
+		o.migration = func(r *MigrationReconciler) {
+			r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
+				Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+					if _, ok := o.(*batchv1.Job); ok {
+						return apierrors.NewInternalError(errors.New("etcd is unavailable"))
+					}
+					return c.Delete(ctx, o, opts...)
+				},
+			})
+		}
+	})
+	t.Cleanup(func() { close(release) })
+	e.migration(pushMigrations(t, "cleanup-"+e.ns, migrationsV1))
+	job := <-held
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.TargetVersion = "2" })
+	ev := e.awaitMigrationEvent(v1alpha1.EventMigrationJobCleanupDeferred, 30*time.Second, nil)
+	assertEvent(t, ev, "shop")
+	if !strings.Contains(ev.Message, job) || !strings.Contains(ev.Message, "keeps its own deadline of 2m0s") {
+		t.Errorf("MigrationJobCleanupDeferred says %q, want the Job %s and its deadline", ev.Message, job)
+	}
+	var j batchv1.Job
+	must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: job}, &j))
+	if j.Spec.ActiveDeadlineSeconds == nil || *j.Spec.ActiveDeadlineSeconds != 120 {
+		t.Errorf("the Job left to its deadline has activeDeadlineSeconds %v", j.Spec.ActiveDeadlineSeconds)
+	}
+	migrated(e, 2)
+	if h := e.history(); h != "1 2" {
+		t.Errorf("history %q, want 1 2 under target 2", h)
+	}
+}
+
+// TestEventTargetLockReleaseOwed: the Apply's Job is gone, and a session
+// of the run still holds the ptah writer lock (here: a session the test
+// opens, as a run whose Pod died leaves one until PostgreSQL ends it). The
+// reading that would settle the run is not granted the lock, and is tried
+// again; once the lock is released, the reading settles the run.
+func TestEventTargetLockReleaseOwed(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	e, m := unresolvedRun(t, &failing, func(o *envOption) {
+		o.migration = func(r *MigrationReconciler) { r.MaxAttempts = 10 }
+	})
+	db, err := sql.Open("pgx", shared.pg.SuperURL(e.db))
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	must(t, err)
+	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_lock($1)", database.LockKey)
+	must(t, err)
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Policy.LockTimeout = &metav1.Duration{Duration: time.Second} })
+	failing.Store(false)
+	ev := e.awaitMigrationEvent(v1alpha1.EventTargetLockReleaseOwed, converge, nil)
+	assertEvent(t, ev, "shop")
+	if !strings.Contains(ev.Message, m.Status.UnresolvedRun.Operation) || !strings.Contains(ev.Message, "Secret shop-db key url") {
+		t.Errorf("TargetLockReleaseOwed says %q", ev.Message)
+	}
+	if m := e.getMigration(); m.Status.UnresolvedRun == nil || m.Status.Plan != nil {
+		t.Fatalf("the run was settled, or planned, without the lock: %+v %+v", m.Status.UnresolvedRun, m.Status.Plan)
+	}
+	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", database.LockKey)
+	must(t, err)
+	m = migrated(e, 3)
+	if !conditionIs(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled) {
+		t.Errorf("the run is not settled: %s", migrationConditions(m))
+	}
+}
+
+// TestMigrationDeletionWaitsForApply: the migration is deleted while its
+// Apply runs. The Job is not collected before it ends (the finalizer holds
+// the migration, and with it the Job), the versions are applied once, and
+// then the deletion completes.
+func TestMigrationDeletionWaitsForApply(t *testing.T) {
+	t.Parallel()
+	held, release := make(chan string, 1), make(chan struct{})
+	var once atomic.Bool
+	e := newEnv(t, func(o *envOption) {
+		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
+			if strings.HasPrefix(j.Name, "ptah-apply-shop-") && once.CompareAndSwap(false, true) {
+				held <- j.Name
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+		}
+	})
+	e.migration(pushMigrations(t, "delete-"+e.ns, migrationsV1))
+	job := <-held
+	e.awaitMigration("the Apply Job recorded", 20*time.Second, func(m *v1alpha1.PtahMigration) bool {
+		return m.Status.ActiveOperation != nil && m.Status.ActiveOperation.JobUID != ""
+	})
+	must(t, shared.c.Delete(context.Background(), e.getMigration()))
+	time.Sleep(2 * time.Second) // the manager sees the deletion while the Job is held
+	if err := shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "shop"}, &v1alpha1.PtahMigration{}); err != nil {
+		t.Fatalf("the migration went while its Apply ran: %v", err)
+	}
+	close(release)
+	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := e.kubelet.Wait(wctx, e.ns, job); err != nil {
+		t.Fatal(err)
+	}
+	awaitGone(t, e)
+	if h, n := e.history(), e.query("SELECT count(*)::text FROM audit"); h != "1 2 3" || n != "1" {
+		t.Errorf("history %q, migration 3 ran %s times", h, n)
+	}
+	if d := e.migrationEvents(v1alpha1.EventUnresolvedRunDiscarded); len(d) != 0 {
+		t.Errorf("a run that delivered its record was reported discarded: %q", d)
 	}
 }

@@ -17,12 +17,6 @@ import (
 	"ptah.run/operator/operator/runner"
 )
 
-// ReasonAppliedMigrationModified is Ready=False on a PtahMigration whose
-// history refuses the artifact: an applied version's file was edited (or
-// removed, or a pending one numbered below an applied one). Only a new
-// artifact lifts it.
-const ReasonAppliedMigrationModified = "AppliedMigrationModified"
-
 // consume settles the active operation with its record and claims the next.
 func (r *MigrationReconciler) consume(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (reconcile.Result, error) {
 	var mr *v1alpha1.MigrationResult
@@ -62,7 +56,10 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 	if len(pending) == 0 {
 		m.Status.Plan = nil
 		msg := fmt.Sprintf("a fresh reading of the history at generation %d shows version %d applied and nothing pending up to target %s", m.Generation, mr.Current, targetName(m))
-		if target > 0 && mr.Current < target && len(mr.Pending) == 0 {
+		switch {
+		case target > 0 && mr.Current > target:
+			msg = fmt.Sprintf("version %d is applied, above target %d: migrations only go up, so nothing is applied", mr.Current, target)
+		case target > 0 && mr.Current < target && len(mr.Pending) == 0:
 			msg = fmt.Sprintf("the artifact has no version up to target %d beyond the applied %d", target, mr.Current)
 		}
 		setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
@@ -163,6 +160,12 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 	switch report.Code(childCode) {
 	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty:
 		return r.historyRefused(ctx, m, c, child)
+	case report.LockTimeout:
+		if u := m.Status.UnresolvedRun; u != nil {
+			warning(r.Events, m, v1alpha1.EventTargetLockReleaseOwed, "Observe",
+				"the ptah writer lock on the database (%s) was not released: the reading that settles Apply operation %s (Job %s) was not granted it (%s), so a session of that run may still hold it; the release it owes is waited for again in %s",
+				u.Database, u.Operation, u.JobName, child.Message, durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry))
+		}
 	case report.Connection, report.Auth:
 		setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
 	}
@@ -181,9 +184,9 @@ func (r *MigrationReconciler) historyRefused(ctx context.Context, m *v1alpha1.Pt
 	m.Status.Plan = nil
 	m.Status.LastFailure = &v1alpha1.Failure{Code: child.Code, Message: child.Message, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
 	setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionTrue, v1alpha1.ReasonConnected, "the observe operation read the migration history")
-	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
-	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
-	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
 	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed, child.Code+": "+bound(child.Message, maxCause))
 	m.Status.Phase = v1alpha1.PhaseBlocked
 	return r.finish(ctx, m, c, "", 0, r.interval(m))

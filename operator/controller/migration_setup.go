@@ -140,7 +140,7 @@ func migrationHealth(m *v1alpha1.PtahMigration) {
 	case m.Status.ActiveOperation != nil:
 		reconciling, why = v1alpha1.ReasonProgressing, fmt.Sprintf("%s operation %s", m.Status.ActiveOperation.Type, m.Status.ActiveOperation.JobName)
 	case m.Status.Phase == v1alpha1.PhaseBlocked:
-		stalled = ReasonAppliedMigrationModified
+		stalled = v1alpha1.ReasonAppliedMigrationModified
 	case m.Status.Phase == v1alpha1.PhaseAwaitingApproval:
 		stalled = v1alpha1.ReasonAwaitingApproval
 	case m.Status.Phase == v1alpha1.PhaseReadyToApply:

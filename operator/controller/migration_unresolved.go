@@ -7,7 +7,10 @@ import (
 	"slices"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -218,13 +221,31 @@ func (r *MigrationReconciler) restore(ctx context.Context, m *v1alpha1.PtahMigra
 	return true, r.save(ctx, m)
 }
 
-// deleting records the discarding of an unresolved run, if one is
-// recorded, and lets the deletion go on.
-func (r *MigrationReconciler) deleting(ctx context.Context, m *v1alpha1.PtahMigration) error {
+// deleting waits for a running Apply to end (the finalizer keeps its Job
+// from being collected with the migration), records the discarding of an
+// unresolved run, if one is recorded, and lets the deletion go on.
+func (r *MigrationReconciler) deleting(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(m, FinalizerMigration) {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	u := m.Status.UnresolvedRun
+	if c := m.Status.ActiveOperation; c != nil && c.Type == v1alpha1.OperationApply {
+		var j batchv1.Job
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, &j)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("read Job %s/%s of the Apply of PtahMigration %s being deleted: %w", m.Namespace, c.JobName, m.Name, err)
+		}
+		if err == nil && metav1.IsControlledBy(&j, m) {
+			if finished, _ := jobFinished(&j); !finished {
+				log.FromContext(ctx).Info("the PtahMigration is being deleted while its Apply runs; the deletion waits for the Job to end", "job", c.JobName)
+				return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
+			}
+			if rec, err := readRecord(ctx, r.APIReader, r.APIReader, r.resultTimeout(), m, c); err != nil || rec == nil {
+				u = &v1alpha1.UnresolvedRun{Operation: c.ID, JobName: c.JobName, Attempt: c.Attempt, FromVersion: m.Status.AppliedVersion,
+					Versions: planVersions(m), Database: migrationDatabase(m)}
+			}
+		}
+	}
 	if u == nil {
 		if copied, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
 			var restored v1alpha1.UnresolvedRun
@@ -241,7 +262,7 @@ func (r *MigrationReconciler) deleting(ctx context.Context, m *v1alpha1.PtahMigr
 	patch := ctrl.MergeFrom(m.DeepCopy())
 	controllerutil.RemoveFinalizer(m, FinalizerMigration)
 	if err := r.Client.Patch(ctx, m, patch); ctrl.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("remove finalizer %s from PtahMigration %s/%s: %w", FinalizerMigration, m.Namespace, m.Name, err)
+		return reconcile.Result{}, fmt.Errorf("remove finalizer %s from PtahMigration %s/%s: %w", FinalizerMigration, m.Namespace, m.Name, err)
 	}
-	return nil
+	return reconcile.Result{}, nil
 }

@@ -103,8 +103,6 @@ func TestEveryReasonHasItsTest(t *testing.T) {
 // notYetCovered are the reasons of the Events reference recorded only on a
 // PtahMigration that no test provokes yet (issue 14), and none pretends to.
 var notYetCovered = map[string]string{
-	v1alpha1.EventMigrationJobCleanupDeferred: "PtahMigration only (issue 14)",
-	v1alpha1.EventTargetLockReleaseOwed:       "PtahMigration only (issue 14)",
 }
 
 // notYetOnMigration are the reasons recorded on both kinds whose TestEvent

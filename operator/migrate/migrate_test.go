@@ -249,8 +249,18 @@ func TestMigrations(t *testing.T) {
 		if got := tables(t, db); got != "" {
 			t.Fatalf("migrations ran without the lock: %s", got)
 		}
+		// A reading under the lock waits for the run that holds it, and
+		// gives up rather than report a history a run is still writing.
+		_, err = StatusLocked(ctx, db, read(t, dir), 300*time.Millisecond)
+		wantCode(t, err, report.LockTimeout)
+		if st, err := Status(ctx, db, read(t, dir)); err != nil || st.Status != Pending {
+			t.Fatalf("a reading without the lock: %+v %v", st, err)
+		}
 		holder.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", database.LockKey)
 		up(t, db, dir)
+		if st, err := StatusLocked(ctx, db, read(t, dir), 300*time.Millisecond); err != nil || st.Status != UpToDate {
+			t.Fatalf("a reading under the free lock: %+v %v", st, err)
+		}
 	})
 
 	t.Run("concurrent runs are serialised by the lock", func(t *testing.T) {

@@ -59,11 +59,26 @@ type Report struct {
 
 // Status reads the revision table and checks it against dir.
 func Status(ctx context.Context, db *database.DB, dir *Dir) (*Report, error) {
+	return StatusLocked(ctx, db, dir, 0)
+}
+
+// StatusLocked is Status read under the ptah writer lock, granted within
+// lockTimeout (none is taken when it is 0): no run is in progress while it
+// reads, so the history it reports is all that any earlier run committed.
+// A run whose process died still holds the lock until PostgreSQL ends its
+// session, and the reading waits for that or gives up.
+func StatusLocked(ctx context.Context, db *database.DB, dir *Dir, lockTimeout time.Duration) (*Report, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
 		return nil, database.StatementError(db.Target, "connect", err)
 	}
 	defer conn.Close()
+	if lockTimeout > 0 {
+		if err := database.LockSession(ctx, conn, db.Target, lockTimeout); err != nil {
+			return nil, err
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", database.LockKey)
+	}
 	history, err := readHistory(ctx, conn, db.Target)
 	if err != nil {
 		return nil, err

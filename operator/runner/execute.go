@@ -63,7 +63,11 @@ func commands(op *Operation) [][]string {
 	}
 	switch op.Type {
 	case OpMigrationObserve:
-		return [][]string{pullMigrations, connect("migrations", "status", "--dir", migrationsDir)}
+		status := []string{"migrations", "status", "--dir", migrationsDir}
+		if op.LockTimeout != "" {
+			status = append(status, "--lock-timeout", op.LockTimeout)
+		}
+		return [][]string{pullMigrations, connect(status...)}
 	case OpMigrationApply:
 		up := []string{"migrations", "up", "--dir", migrationsDir, "--expect-sequence", sequence(op.ExpectSequence)}
 		if op.LockTimeout != "" {

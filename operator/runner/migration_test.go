@@ -19,13 +19,18 @@ func TestMigrationCommands(t *testing.T) {
 		ExpectSequence: []int64{3, 4}}
 	pull := "migrations pull " + op.OCIRef + " --dir migrations --plain-http --json"
 	for _, tc := range []struct {
-		typ  string
-		want []string
+		typ         string
+		lockTimeout string
+		target      int64
+		want        []string
 	}{
-		{OpMigrationObserve, []string{pull, "migrations status --dir migrations --connect-timeout 5s --json"}},
-		{OpMigrationApply, []string{pull, "migrations up --dir migrations --expect-sequence 3,4 --lock-timeout 30s --connect-timeout 5s --json"}},
+		{OpMigrationObserve, "", 0, []string{pull, "migrations status --dir migrations --connect-timeout 5s --json"}},
+		// The reading that may settle an unresolved run waits for the writer lock.
+		{OpMigrationObserve, "30s", 0, []string{pull, "migrations status --dir migrations --lock-timeout 30s --connect-timeout 5s --json"}},
+		{OpMigrationApply, "30s", 0, []string{pull, "migrations up --dir migrations --expect-sequence 3,4 --lock-timeout 30s --connect-timeout 5s --json"}},
+		{OpMigrationApply, "30s", 4, []string{pull, "migrations up --dir migrations --expect-sequence 3,4 --lock-timeout 30s --to 4 --connect-timeout 5s --json"}},
 	} {
-		op.Type = tc.typ
+		op.Type, op.LockTimeout, op.TargetVersion = tc.typ, tc.lockTimeout, tc.target
 		var got []string
 		for _, args := range commands(op) {
 			got = append(got, strings.Join(args, " "))

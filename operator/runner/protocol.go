@@ -104,7 +104,9 @@ type Operation struct {
 	// digest it must have.
 	Plan       string `json:"plan,omitempty"`
 	PlanDigest string `json:"planDigest,omitempty"`
-	// AllowDestructive and LockTimeout are passed to ptah schema apply.
+	// AllowDestructive and LockTimeout are passed to ptah schema apply;
+	// LockTimeout to ptah migrations up, and to a migration Observe that
+	// must read the history with no run in progress.
 	AllowDestructive bool   `json:"allowDestructive,omitempty"`
 	LockTimeout      string `json:"lockTimeout,omitempty"`
 	ConnectTimeout   string `json:"connectTimeout,omitempty"`

@@ -106,6 +106,11 @@ const (
 	ReasonRunOutcomeUnknown = "RunOutcomeUnknown"
 	// UnresolvedRun=False: a reading of the history or an acknowledgment settled it.
 	ReasonRunSettled = "RunSettled"
+	// Ready=False, InSync=False, PlanReady=False on a PtahMigration: the
+	// history refuses the artifact (an applied version's file was edited or
+	// removed, or a pending one is numbered below an applied one); only a
+	// new artifact lifts it.
+	ReasonAppliedMigrationModified = "AppliedMigrationModified"
 )
 
 // Event reasons: every row of the Events reference (seed 000). EventReasons
