@@ -102,8 +102,7 @@ func TestEveryReasonHasItsTest(t *testing.T) {
 
 // notYetCovered are the reasons of the Events reference recorded only on a
 // PtahMigration that no test provokes yet (issue 14), and none pretends to.
-var notYetCovered = map[string]string{
-}
+var notYetCovered = map[string]string{}
 
 // notYetOnMigration are the reasons recorded on both kinds whose TestEvent
 // provokes them on a PtahSchema only: no TestEvent<Reason>OnMigration
