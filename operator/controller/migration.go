@@ -91,13 +91,10 @@ func (r *MigrationReconciler) Reconcile(ctx context.Context, req reconcile.Reque
 }
 
 func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
-	if changed, err := r.keepFinalizer(ctx, m); changed || err != nil {
-		return reconcile.Result{Requeue: err == nil}, err
-	}
 	if restored, err := r.restore(ctx, m); restored || err != nil {
 		return reconcile.Result{Requeue: err == nil}, err
 	}
-	if err := r.keepCopy(ctx, m); err != nil {
+	if err := r.keepMetadata(ctx, m); err != nil {
 		return reconcile.Result{}, err
 	}
 	// A dispatched Apply runs to its end: spec edits (suspend included),
@@ -396,6 +393,11 @@ func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigr
 	if c.Type == v1alpha1.OperationApply {
 		if ok, err := r.applyInputs(ctx, m, c); !ok || err != nil {
 			return reconcile.Result{Requeue: err == nil && m.Status.ActiveOperation != nil}, err
+		}
+		// The finalizer is on before the Job exists: a deletion then waits
+		// for the Apply to end rather than have its Job collected.
+		if err := r.keepMetadata(ctx, m); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
 	if err := issueCredential(ctx, r.Client, m, c); err != nil {

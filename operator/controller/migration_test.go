@@ -38,6 +38,10 @@ func TestEventMigrationRunFinished(t *testing.T) {
 	if !conditionIs(m, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) || m.Status.Phase != v1alpha1.PhaseInSync {
 		t.Errorf("converged migration: phase %s, %s", m.Status.Phase, migrationConditions(m))
 	}
+	// Nothing a deletion would lose: no finalizer holds it for a manager.
+	if len(m.Finalizers) != 0 {
+		t.Errorf("a converged migration keeps finalizers %v", m.Finalizers)
+	}
 	// The plan that was applied: immutable, with the checksums it pinned and
 	// what it was computed against.
 	var plans v1alpha1.PtahMigrationPlanList

@@ -26,7 +26,8 @@ import (
 // (each version's history row is committed in the version's own
 // transaction, so the history says exactly what committed), and so does a
 // person's PtahMigrationRunAcknowledgment. Deleting the resource discards
-// it, with an Event; the finalizer is there so that Event is recorded.
+// it, with an Event; a finalizer is kept while one is recorded so that the
+// Event is recorded.
 const (
 	AnnotationUnresolvedRun = "operator.ptah.run/unresolved-run"
 	FinalizerMigration      = "operator.ptah.run/migration"
@@ -68,7 +69,7 @@ func (r *MigrationReconciler) uncertain(ctx context.Context, m *v1alpha1.PtahMig
 	if err != nil {
 		return res, err
 	}
-	return res, r.keepCopy(ctx, m)
+	return res, r.keepMetadata(ctx, m)
 }
 
 func setUnresolvedCondition(m *v1alpha1.PtahMigration) {
@@ -105,16 +106,9 @@ func (r *MigrationReconciler) settleByReading(ctx context.Context, m *v1alpha1.P
 // copy that would be restored after the run was settled.
 func (r *MigrationReconciler) settle(ctx context.Context, m *v1alpha1.PtahMigration, msg string) error {
 	if _, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
-		// The patch answers with the stored status: what this reconcile
-		// read (the applied version of the reading that settles the run) is
-		// kept, not replaced by it.
-		status := m.Status.DeepCopy()
-		patch := ctrl.MergeFrom(m.DeepCopy())
-		delete(m.Annotations, AnnotationUnresolvedRun)
-		if err := r.Client.Patch(ctx, m, patch); err != nil {
+		if err := r.patchMetadata(ctx, m, func(o *v1alpha1.PtahMigration) { delete(o.Annotations, AnnotationUnresolvedRun) }); err != nil {
 			return fmt.Errorf("remove the %s annotation of PtahMigration %s/%s: %w", AnnotationUnresolvedRun, m.Namespace, m.Name, err)
 		}
-		m.Status = *status
 	}
 	m.Status.UnresolvedRun = nil
 	setCondition(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled, msg)
@@ -161,42 +155,56 @@ func (r *MigrationReconciler) acknowledged(ctx context.Context, m *v1alpha1.Ptah
 	return true, r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
 }
 
-// keepFinalizer adds the finalizer that lets a deletion discard an
-// unresolved run with an Event.
-func (r *MigrationReconciler) keepFinalizer(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
-	if controllerutil.ContainsFinalizer(m, FinalizerMigration) {
-		return false, nil
+// keepMetadata keeps the finalizer on the migration while a deletion would
+// lose something (an Apply claimed, whose Job must not be collected before
+// it ends, or an unresolved run, whose discarding gets an Event), and the
+// annotation a copy of status.unresolvedRun while one is recorded. Without
+// either, a PtahMigration is deleted whether or not a manager runs.
+func (r *MigrationReconciler) keepMetadata(ctx context.Context, m *v1alpha1.PtahMigration) error {
+	u := m.Status.UnresolvedRun
+	c := m.Status.ActiveOperation
+	finalizer := u != nil || c != nil && c.Type == v1alpha1.OperationApply
+	copied := ""
+	if u != nil {
+		b, err := json.Marshal(u)
+		if err != nil {
+			return err
+		}
+		copied = string(b)
 	}
-	patch := ctrl.MergeFrom(m.DeepCopy())
-	controllerutil.AddFinalizer(m, FinalizerMigration)
-	if err := r.Client.Patch(ctx, m, patch); err != nil {
-		return false, fmt.Errorf("add finalizer %s to PtahMigration %s/%s: %w", FinalizerMigration, m.Namespace, m.Name, err)
+	if finalizer == controllerutil.ContainsFinalizer(m, FinalizerMigration) && (u == nil || m.Annotations[AnnotationUnresolvedRun] == copied) {
+		return nil
 	}
-	return true, nil
+	err := r.patchMetadata(ctx, m, func(o *v1alpha1.PtahMigration) {
+		if finalizer {
+			controllerutil.AddFinalizer(o, FinalizerMigration)
+		} else {
+			controllerutil.RemoveFinalizer(o, FinalizerMigration)
+		}
+		if u != nil {
+			if o.Annotations == nil {
+				o.Annotations = map[string]string{}
+			}
+			o.Annotations[AnnotationUnresolvedRun] = copied
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("keep the finalizer and the %s annotation of PtahMigration %s/%s: %w", AnnotationUnresolvedRun, m.Namespace, m.Name, err)
+	}
+	return nil
 }
 
-// keepCopy keeps the annotation a copy of status.unresolvedRun while one is
-// recorded.
-func (r *MigrationReconciler) keepCopy(ctx context.Context, m *v1alpha1.PtahMigration) error {
-	u := m.Status.UnresolvedRun
-	if u == nil {
-		return nil
-	}
-	b, err := json.Marshal(u)
-	if err != nil {
+// patchMetadata patches what mutate changes in m's metadata and takes the
+// metadata the API server answers with, keeping the status m holds: it may
+// carry decisions not yet written.
+func (r *MigrationReconciler) patchMetadata(ctx context.Context, m *v1alpha1.PtahMigration, mutate func(*v1alpha1.PtahMigration)) error {
+	o := m.DeepCopy()
+	patch := ctrl.MergeFrom(o.DeepCopy())
+	mutate(o)
+	if err := r.Client.Patch(ctx, o, patch); err != nil {
 		return err
 	}
-	if m.Annotations[AnnotationUnresolvedRun] == string(b) {
-		return nil
-	}
-	patch := ctrl.MergeFrom(m.DeepCopy())
-	if m.Annotations == nil {
-		m.Annotations = map[string]string{}
-	}
-	m.Annotations[AnnotationUnresolvedRun] = string(b)
-	if err := r.Client.Patch(ctx, m, patch); err != nil {
-		return fmt.Errorf("copy the unresolved run of PtahMigration %s/%s to its %s annotation: %w", m.Namespace, m.Name, AnnotationUnresolvedRun, err)
-	}
+	m.ObjectMeta = o.ObjectMeta
 	return nil
 }
 
@@ -259,9 +267,8 @@ func (r *MigrationReconciler) deleting(ctx context.Context, m *v1alpha1.PtahMigr
 			"deleting PtahMigration %s discarded the record of Apply operation %s (Job %s) nobody accounted for: outcome unknown, versions %s over version %d, database %s",
 			m.Name, u.Operation, u.JobName, versionList(u.Versions), u.FromVersion, u.Database)
 	}
-	patch := ctrl.MergeFrom(m.DeepCopy())
-	controllerutil.RemoveFinalizer(m, FinalizerMigration)
-	if err := r.Client.Patch(ctx, m, patch); ctrl.IgnoreNotFound(err) != nil {
+	err := r.patchMetadata(ctx, m, func(o *v1alpha1.PtahMigration) { controllerutil.RemoveFinalizer(o, FinalizerMigration) })
+	if ctrl.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, fmt.Errorf("remove finalizer %s from PtahMigration %s/%s: %w", FinalizerMigration, m.Namespace, m.Name, err)
 	}
 	return reconcile.Result{}, nil
