@@ -53,7 +53,6 @@ type SchemaReconciler struct {
 	// DefaultDevDatabaseImage); spec.execution.devDatabase overrides it.
 	DevDatabaseImage string
 
-	now func() time.Time
 	// refusals remembers the Pod-creation refusals already reported.
 	refusals map[types.UID]bool
 }
@@ -699,12 +698,7 @@ func (r *SchemaReconciler) save(ctx context.Context, s *v1alpha1.PtahSchema) err
 	return nil
 }
 
-func (r *SchemaReconciler) clock() time.Time {
-	if r.now != nil {
-		return r.now()
-	}
-	return time.Now()
-}
+func (r *SchemaReconciler) clock() time.Time { return time.Now() }
 
 func (r *SchemaReconciler) resultTimeout() time.Duration {
 	if r.ResultTimeout > 0 {
