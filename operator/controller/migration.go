@@ -63,7 +63,6 @@ type MigrationReconciler struct {
 	// Logs reads a legacy Job's Pod log.
 	Logs PodLogs
 
-	now func() time.Time
 	// refusals remembers the Pod-creation refusals and foreign records
 	// already reported.
 	refusals map[types.UID]bool
@@ -587,12 +586,7 @@ func (r *MigrationReconciler) save(ctx context.Context, m *v1alpha1.PtahMigratio
 	return nil
 }
 
-func (r *MigrationReconciler) clock() time.Time {
-	if r.now != nil {
-		return r.now()
-	}
-	return time.Now()
-}
+func (r *MigrationReconciler) clock() time.Time { return time.Now() }
 
 func (r *MigrationReconciler) resultTimeout() time.Duration {
 	if r.ResultTimeout > 0 {
