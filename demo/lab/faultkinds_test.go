@@ -45,9 +45,16 @@ var managerKilled = fault{
 }
 
 var postgresStopped = fault{
-	name: "PostgreSQL stopped, then started",
+	name: "PostgreSQL stopped (fast shutdown), then started",
 	inject: func(f *faultLab, _ *moment) error {
-		_, err := f.l.r.Output(f.ctx, "docker", "stop", "-t", "5", f.postgres)
+		// docker stop's SIGTERM is PostgreSQL's smart shutdown, which lets
+		// every open session finish; SIGINT is the fast one, which cuts them.
+		if _, err := f.l.r.Output(f.ctx, "docker", "kill", "-s", "INT", f.postgres); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+		defer cancel()
+		_, err := f.l.r.Output(ctx, "docker", "wait", f.postgres)
 		return err
 	},
 	down: 15 * time.Second,

@@ -48,9 +48,8 @@ import (
 // column cn to customers and table fault_n), so no run needs a reset and
 // every DDL statement of the whole table is distinct.
 //
-// PtahMigration rows (a fault in the middle of a multi-version run) belong in
-// migrationRows once its reconciler exists; the invariants above apply to
-// them unchanged, with MigrationRunUncertain as the stop that asks a person.
+// PtahMigration rows (a fault in the middle of a multi-version run) go in
+// TestFaults' PtahMigration subtest once its reconciler exists.
 
 const faultsSchema = "faults"
 
@@ -163,6 +162,12 @@ func TestFaults(t *testing.T) {
 		rows = some
 	}
 	results := runFaultTable(t, l, ctx, rows)
+	t.Run("PtahMigration", func(t *testing.T) {
+		// The same faults in the middle of a multi-version run, checked
+		// against the same invariants with MigrationRunUncertain as the stop
+		// that asks a person, land here with the migration reconciler.
+		t.Skip("PtahMigration's reconciler is not on this branch yet: no migration rows")
+	})
 	table := faultTable(results, l.commit(ctx))
 	t.Logf("fault table:\n%s", table)
 	if out := os.Getenv("PTAH_FAULTS_TABLE"); out != "" {
@@ -498,12 +503,15 @@ func (f *faultLab) run(r faultRow) faultResult {
 	if hit.job != "" {
 		hit.what += "; " + f.jobState(hit.job, start)
 	}
-	res.moment = hit.what
 	if r.fault.settle {
 		f.noticed(hit.job, 2*time.Minute)
 	}
 	releaseOnce()
 	outcome := f.converge(start, next, 10*time.Minute)
+	if hit.job != "" {
+		hit.what += "; " + f.hitOutcome(hit.job)
+	}
+	res.moment = hit.what
 	res.recover = time.Since(end)
 	if res.outcome == "" {
 		res.outcome = outcome
@@ -565,6 +573,24 @@ func (f *faultLab) jobState(name string, since time.Time) string {
 		}
 	}
 	return "its Job was still running when the fault ended"
+}
+
+// hitOutcome says what became of the operation the fault hit, by its
+// result record: whether the fault made it fail, or it got through.
+func (f *faultLab) hitOutcome(job string) string {
+	var rec v1alpha1.PtahResultRecord
+	err := f.c.Get(f.ctx, types.NamespacedName{Namespace: Namespace, Name: job}, &rec)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "it delivered no result"
+	case err != nil:
+		return "its result unknown (" + shortErr(err) + ")"
+	case rec.Spec.ChildError != nil:
+		return "it failed: " + rec.Spec.ChildError.Code
+	case rec.Spec.Error != nil:
+		return "it failed: " + rec.Spec.Error.Code
+	}
+	return "it succeeded"
 }
 
 func shortErr(err error) string {
