@@ -27,9 +27,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ptah.run/operator/demo/lab/internal/run"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/runner"
-	"ptah.run/operator/demo/lab/internal/run"
 )
 
 // The fault table: each row lands one real fault (the manager SIGKILLed and
@@ -67,7 +67,9 @@ type faultLab struct {
 	secrets    []string
 	ptah       string
 	digests    []string // published artifact per revision
-	rev        int      // the revision the schema converged at
+	rev        int      // the revision the last run applied
+	converged  int      // the last revision the schema converged at
+	runs       int
 	planted    map[string]int
 	postgresIP string
 	registryIP string
@@ -296,7 +298,9 @@ func newFaultLab(t *testing.T, l *Lab, ctx context.Context, runs int) *faultLab 
 	return f
 }
 
-func runCmd(name, dir string, args ...string) run.Cmd { return run.Cmd{Name: name, Dir: dir, Args: args} }
+func runCmd(name, dir string, args ...string) run.Cmd {
+	return run.Cmd{Name: name, Dir: dir, Args: args}
+}
 
 // teardown leaves the lab as a scenario expects it: no fault schema, no
 // fault tables, the role's statement logging off.
@@ -447,7 +451,11 @@ func conditionsLine(cs []metav1.Condition) string {
 func (f *faultLab) run(r faultRow) faultResult {
 	res := faultResult{fault: r.fault.name, phase: r.phase.name}
 	next := f.rev + 1
-	f.plant(next)
+	// The next run moves on whatever this one ends in: a new revision is
+	// a spec change, which discards whatever this run left claimed.
+	f.rev = next
+	f.runs++
+	f.plant(f.runs)
 	since := time.Now().Add(-time.Second)
 	var release func()
 	if r.phase.hold != nil {
@@ -519,7 +527,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 		res.outcome += "; " + outcome
 	}
 	if outcome == "converged" {
-		f.rev = next
+		f.converged = next
 	}
 	res.ddl, res.appliedOnce = f.ddlOnce(since, next, outcome == "converged")
 	res.rowsIntact = f.rowsIntact()
@@ -606,7 +614,7 @@ func (f *faultLab) plant(run int) {
 	f.t.Helper()
 	sql := fmt.Sprintf("INSERT INTO customers (email, name) SELECT 'run%d-' || g || '@faults.invalid', 'planted' FROM generate_series(1, 20) g", run)
 	f.planted["customers"] += 20
-	for i := 1; i <= f.rev; i++ {
+	for i := 1; i <= f.converged; i++ {
 		sql += fmt.Sprintf(";\nINSERT INTO fault_%d (id, note) SELECT %d * 1000 + g, 'planted' FROM generate_series(1, 5) g", i, run)
 		f.planted[fmt.Sprintf("fault_%d", i)] += 5
 	}
