@@ -333,7 +333,10 @@ func (f *faultLab) teardown() {
 		f.t.Errorf("after the fault table: %v", err)
 	}
 	if err := f.l.Reset(f.ctx); err != nil {
-		f.t.Errorf("lab reset after the fault table: %v", err)
+		f.t.Logf("lab reset after the fault table, again: %v", err)
+		if err := f.l.Reset(f.ctx); err != nil {
+			f.t.Errorf("lab reset after the fault table: %v", err)
+		}
 	}
 }
 
