@@ -242,7 +242,7 @@ func opRunning(typ v1alpha1.OperationType) phase {
 				for _, cs := range p.Status.ContainerStatuses {
 					if cs.Name == "runner" && cs.State.Running != nil {
 						return &moment{what: fmt.Sprintf("%s Job running, runner started %s before", typ,
-							time.Since(cs.State.Running.StartedAt.Time).Round(100*time.Millisecond)), job: c.JobName, pod: p.Name}, nil
+							time.Since(cs.State.Running.StartedAt.Time).Round(100*time.Millisecond)), job: c.JobName}, nil
 					}
 				}
 			}

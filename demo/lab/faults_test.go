@@ -101,7 +101,6 @@ type phase struct {
 type moment struct {
 	what string
 	job  string
-	pod  string
 }
 
 type faultRow struct {
@@ -687,12 +686,12 @@ func (f *faultLab) ddlOnce(since time.Time, rev int, converged bool) (string, bo
 	if err != nil {
 		return "docker logs: " + err.Error(), false
 	}
-	type exec struct{ xid, sql string }
-	var ran []exec
+	type execution struct{ xid, sql string }
+	var ran []execution
 	for _, line := range strings.Split(string(out), "\n") {
 		m := ddlLine.FindStringSubmatch(line)
 		if m != nil && ddlVerb.MatchString(m[2]) {
-			ran = append(ran, exec{m[1], strings.TrimSpace(m[2])})
+			ran = append(ran, execution{m[1], strings.TrimSpace(m[2])})
 		}
 	}
 	status := map[string]string{}
