@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +28,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"ptah.run/operator/demo/lab/internal/run"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
@@ -248,7 +249,7 @@ func newFaultLab(t *testing.T, l *Lab, ctx context.Context, runs int) *faultLab 
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctrllog.SetLogger(logr.Discard()) // the client logs nothing the table needs
+	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard))) // the client logs nothing the table needs
 	scheme := runtime.NewScheme()
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
