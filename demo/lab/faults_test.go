@@ -219,6 +219,9 @@ func allFaultRows() []faultRow {
 func runFaultTable(t *testing.T, l *Lab, ctx context.Context, rows []faultRow) []faultResult {
 	t.Helper()
 	f := newFaultLab(t, l, ctx, len(rows))
+	// Before the caller goes on (lab-e2e takes the lab down next), whatever
+	// a row left: not at the test's cleanup, when the lab may be gone.
+	defer f.teardown()
 	var results []faultResult
 	for i, r := range rows {
 		start := time.Now()
@@ -285,7 +288,12 @@ func newFaultLab(t *testing.T, l *Lab, ctx context.Context, runs int) *faultLab 
 	f.super(`ALTER SYSTEM RESET synchronous_standby_names`)
 	f.super(`ALTER ROLE ` + appRole + ` SET log_min_duration_statement = 0`)
 	f.super(`SELECT pg_reload_conf()`)
-	t.Cleanup(f.teardown)
+	ready := false
+	defer func() {
+		if !ready { // a Fatal below: put the lab back all the same
+			f.teardown()
+		}
+	}()
 	// A lab that ran a table before holds many finished Jobs: their deletion
 	// may outlast one reset's wait.
 	if err := l.Reset(ctx); err != nil {
@@ -303,6 +311,7 @@ func newFaultLab(t *testing.T, l *Lab, ctx context.Context, runs int) *faultLab 
 		t.Fatalf("revision 0 of schema %s did not converge before any fault: %s", faultsSchema, out)
 	}
 	t.Logf("revision 0 converged with no fault in %s (the whole pipeline, Resolve to Proof)", time.Since(start).Round(time.Second))
+	ready = true
 	return f
 }
 
