@@ -124,7 +124,7 @@ demo-serve:
 
 BUILD := $(CACHE)/build
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
-.PHONY: binaries images lab-host demo-up demo-down lab-e2e lab-smoke
+.PHONY: binaries images lab-host demo-up demo-down lab-e2e lab-smoke faults
 
 ## binaries: static manager, ptah and runner binaries into $(BUILD)
 binaries:
@@ -150,6 +150,13 @@ demo-down:
 ## lab-e2e: the lab up from nothing beside any other, checked, and down (root and Docker)
 lab-e2e: images
 	PTAH_LAB_E2E=1 $(GO) test -count=1 -timeout 90m -run TestLabUpAndDown -v ./demo/lab/
+
+## faults: the fault table on a lab brought up beside any other and taken down (root and Docker): each fault
+## landed in a phase of a PtahSchema, the invariants read from PostgreSQL and the cluster, the summary printed
+## (FAULTS_ONLY=regex runs some rows; PTAH_LAB_FAULTS_REUSE=1 runs on the lab of make demo-up and leaves it up)
+faults: images
+	PTAH_LAB_FAULTS=1 PTAH_FAULTS_TABLE=$(BUILD)/faults-table.md $(GO) test -count=1 -timeout 150m -run TestFaults -v ./demo/lab/
+	@cat $(BUILD)/faults-table.md
 
 ## lab-smoke: on the lab, first-apply and failure-recovery recorded into a temporary recording, then
 ## reproduce.sh failure-recovery; a lab this brought up is taken down again (root and Docker)

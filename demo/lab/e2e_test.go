@@ -168,6 +168,10 @@ func TestLabUpAndDown(t *testing.T) {
 	if !strings.Contains(stdout.String(), "      0") {
 		t.Errorf("tables left after reset: %q", stdout.String())
 	}
+	// The fault subset CI runs, on this lab rather than a second one.
+	start = time.Now()
+	results := runFaultTable(t, l, ctx, ciFaultRows())
+	t.Logf("fault subset, %d rows, in %s:\n%s", len(results), time.Since(start).Round(time.Second), faultTable(results, l.commit(ctx)))
 	creds, err := l.loadCredentials()
 	if err != nil || creds == nil {
 		t.Fatalf("credentials: %v", err)

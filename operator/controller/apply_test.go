@@ -10,6 +10,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 	batchv1 "k8s.io/api/batch/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -216,4 +217,45 @@ func (e *env) eventsOf(reason string) []string {
 		}
 	}
 	return out
+}
+
+// TestManagerBackWhileTheApplyStillHoldsTheLease: the manager stops while an
+// Apply waits on a lock, and the Apply commits and its Job ends before the
+// manager is back, within the lease. The new manager reads the result and
+// claims the Proof while the Apply's lease still holds; nothing else will
+// happen in the namespace (the Job has ended), so the Proof must be
+// dispatched without waiting for an event: found by the lab's fault table
+// (the kube-apiserver killed while an Apply committed).
+func TestManagerBackWhileTheApplyStillHoldsTheLease(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Policy.LockTimeout = &metav1.Duration{Duration: 2 * time.Minute} })
+	apply, unlock := lockedApply(t, e)
+	e.stop()
+	unlock()
+	deadline := time.Now().Add(converge)
+	for {
+		var j batchv1.Job
+		must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: apply.Name}, &j))
+		if finished, _ := jobFinished(&j); finished {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the Apply Job %s did not finish with the manager away", apply.Name)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var l coordinationv1.Lease
+	must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: leaseName(e.get("shop"))}, &l))
+	if expired(&l, time.Now()) || holder(&l) != e.get("shop").Status.ActiveOperation.ID {
+		t.Fatalf("the Apply's lease is not held unexpired when the manager comes back: holder %q, renewed %s", holder(&l), l.Spec.RenewTime)
+	}
+	e.startManager(nil)
+	e.await("shop", "InSync=True (ScopedConverged) proved by the Proof", time.Minute, func(s *v1alpha1.PtahSchema) bool {
+		return condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged)(s) && s.Status.ActiveOperation == nil
+	})
+	appliedOnce(t, e, apply)
+	if proofs := e.jobs("ptah-proof-shop-"); len(proofs) != 2 {
+		t.Errorf("%d Proof Jobs, want 2 (v1's and v3's): %v", len(proofs), names(proofs))
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
@@ -182,7 +183,7 @@ func (r *SchemaReconciler) release(ctx context.Context, s *v1alpha1.PtahSchema, 
 
 // leaseLost discards the result of c, which was produced without continuous
 // ownership of the database, and restarts the read-only proof.
-func (r *SchemaReconciler) leaseLost(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) error {
+func (r *SchemaReconciler) leaseLost(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) (reconcile.Result, error) {
 	r.ended(s, c, "discarded")
 	warning(r.Events, s, v1alpha1.EventLeaseContinuityLost, "Coordinate",
 		"database lock ownership was not continuous during %s operation %s (%s), so its result is discarded and the proof restarts", runnerOp(c.Type), c.JobName, why)
@@ -190,6 +191,5 @@ func (r *SchemaReconciler) leaseLost(ctx context.Context, s *v1alpha1.PtahSchema
 		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, "the Apply's result was discarded: "+why)
 	}
 	s.Status.Phase = v1alpha1.PhaseObserving
-	_, err := r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
-	return err
+	return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
 }

@@ -69,7 +69,8 @@ func (r *SchemaReconciler) invalidate(ctx context.Context, s *v1alpha1.PtahSchem
 	setCondition(s, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyInvalidated, msg)
 	setCondition(s, v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonProgressing, msg)
 	s.Status.Phase = v1alpha1.PhasePending
-	return true, r.claim(ctx, s, v1alpha1.OperationVerify, 1, time.Time{})
+	_, err = r.claim(ctx, s, v1alpha1.OperationVerify, 1, time.Time{})
+	return true, err
 }
 
 // policySubjects maps a ConfigMap to the schemas whose verification policy

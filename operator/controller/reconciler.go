@@ -171,7 +171,8 @@ func (r *SchemaReconciler) retire(ctx context.Context, s *v1alpha1.PtahSchema) (
 	}
 	setCondition(s, v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonNotSuspended, "spec.suspend is false")
 	s.Status.Phase = v1alpha1.PhasePending
-	return true, r.claim(ctx, s, v1alpha1.OperationResolve, 1, time.Time{})
+	_, err := r.claim(ctx, s, v1alpha1.OperationResolve, 1, time.Time{})
+	return true, err
 }
 
 func describeBinding(b v1alpha1.ExecutionBinding) string {
@@ -238,24 +239,27 @@ func (r *SchemaReconciler) rest(ctx context.Context, s *v1alpha1.PtahSchema) (re
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
-	return reconcile.Result{Requeue: true}, r.claim(ctx, s, v1alpha1.OperationResolve, 1, time.Time{})
+	_, err := r.claim(ctx, s, v1alpha1.OperationResolve, 1, time.Time{})
+	return reconcile.Result{Requeue: true}, err
 }
 
 // claim writes the claim for the next operation to status before anything
-// is created for it, then dispatches it unless it waits until at.
-func (r *SchemaReconciler) claim(ctx context.Context, s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, at time.Time) error {
+// is created for it, then dispatches it unless it waits until at. The
+// result is dispatch's: a claim that has to wait (for the database lease,
+// which the operation that just ended still holds, or for its credential)
+// is looked at again then, not left to an event that may never come.
+func (r *SchemaReconciler) claim(ctx context.Context, s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
 	return r.claimOp(ctx, s, newClaim(s, typ, attempt, r.Binding.of(s), r.clock()), at)
 }
 
-func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) error {
+func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) (reconcile.Result, error) {
 	if err := r.writeClaim(ctx, s, c, at); err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if !at.IsZero() {
-		return nil
+		return reconcile.Result{}, nil
 	}
-	_, err := r.dispatch(ctx, s)
-	return err
+	return r.dispatch(ctx, s)
 }
 
 // writeClaim records c as the active claim, to be dispatched at at (now when zero).
@@ -330,7 +334,7 @@ func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (
 			}
 		} else if lost != "" {
 			r.deleteJob(ctx, s, c)
-			return reconcile.Result{}, r.leaseLost(ctx, s, c, lost)
+			return r.leaseLost(ctx, s, c, lost)
 		}
 		res, err := r.podAdmission(ctx, s, c, &j)
 		if renew := r.leaseDuration() / 3; res.RequeueAfter == 0 || res.RequeueAfter > renew {
@@ -350,7 +354,7 @@ func (r *SchemaReconciler) accept(ctx context.Context, s *v1alpha1.PtahSchema, c
 			return reconcile.Result{}, err
 		}
 		if lost := continuity(l, c, rec.CreationTimestamp.Time); lost != "" {
-			return reconcile.Result{}, r.leaseLost(ctx, s, c, lost)
+			return r.leaseLost(ctx, s, c, lost)
 		}
 	}
 	return r.consume(ctx, s, c, rec)
@@ -568,7 +572,8 @@ func (r *SchemaReconciler) foreign(ctx context.Context, s *v1alpha1.PtahSchema, 
 	// Claimed again after the read retry interval, so a cause that
 	// persists (a missing policy, a forger at work) is no busy loop.
 	at := r.clock().Add(resultReadRetry)
-	return reconcile.Result{RequeueAfter: resultReadRetry}, r.claimOp(ctx, s, next, at)
+	_, err := r.claimOp(ctx, s, next, at)
+	return reconcile.Result{RequeueAfter: resultReadRetry}, err
 }
 
 // vanished settles a dispatched claim whose Job is gone with no record:

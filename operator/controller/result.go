@@ -371,6 +371,7 @@ func (r *SchemaReconciler) planStale(ctx context.Context, s *v1alpha1.PtahSchema
 // finish ends operation c: the next claim (if any) is written with the
 // status, then c's credential is revoked.
 func (r *SchemaReconciler) finish(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, next v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
+	var res reconcile.Result
 	var err error
 	if next == "" {
 		s.Status.ActiveOperation = nil
@@ -380,7 +381,8 @@ func (r *SchemaReconciler) finish(ctx context.Context, s *v1alpha1.PtahSchema, c
 		}
 		err = r.save(ctx, s)
 	} else {
-		err = r.claim(ctx, s, next, attempt, at)
+		// A next claim guarded like c waits for c's lease, released below.
+		res, err = r.claim(ctx, s, next, attempt, at)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
@@ -391,7 +393,7 @@ func (r *SchemaReconciler) finish(ctx context.Context, s *v1alpha1.PtahSchema, c
 	if !at.IsZero() {
 		return reconcile.Result{RequeueAfter: at.Sub(r.clock())}, nil
 	}
-	return reconcile.Result{}, nil
+	return res, nil
 }
 
 // issue creates the operation-bound credential; an Apply's may also get

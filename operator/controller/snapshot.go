@@ -32,5 +32,6 @@ func (r *SchemaReconciler) snapshot(ctx context.Context, s *v1alpha1.PtahSchema,
 	log.FromContext(ctx).Info("the Pod template changed again after its admission snapshot was refreshed; the claim is retired and the operation claimed anew",
 		"job", c.JobName, "recorded", c.PodTemplateDigest, "now", d)
 	r.revoke(ctx, s, c)
-	return false, r.claim(ctx, s, c.Type, c.Attempt, time.Time{})
+	_, err := r.claim(ctx, s, c.Type, c.Attempt, time.Time{})
+	return false, err
 }

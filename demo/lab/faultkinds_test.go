@@ -1,0 +1,347 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// The faults, each provoked for real: no hook in the operator knows.
+
+// databaseLease is the manager's --database-lease-duration as the chart installs it.
+const databaseLease = time.Minute
+
+var managerKilled = fault{
+	name: "manager SIGKILLed, kept down past the lease",
+	inject: func(f *faultLab, _ *moment) error {
+		// The process dies first (no shutdown of any kind), then the
+		// Deployment is scaled to 0 and its Pod removed with no grace.
+		if _, err := f.l.d.Exec(f.ctx, f.node, nil, "pkill", "-KILL", "-x", "manager"); err != nil {
+			return fmt.Errorf("SIGKILL the manager in node %s: %w", f.node, err)
+		}
+		if _, err := f.l.kubectlCmd(f.ctx, "", "-n", OperatorNamespace, "scale", "deployment/"+f.controller, "--replicas=0"); err != nil {
+			return err
+		}
+		_, err := f.l.kubectlCmd(f.ctx, "", "-n", OperatorNamespace, "delete", "pod", "-l", "app.kubernetes.io/name="+f.controller,
+			"--grace-period=0", "--force", "--wait=false")
+		return err
+	},
+	down: databaseLease + 15*time.Second,
+	lift: func(f *faultLab) error {
+		if _, err := f.l.kubectlCmd(f.ctx, "", "-n", OperatorNamespace, "scale", "deployment/"+f.controller, "--replicas=1"); err != nil {
+			return err
+		}
+		_, err := f.l.kubectlCmd(f.ctx, "", "-n", OperatorNamespace, "rollout", "status", "deployment/"+f.controller, "--timeout=3m")
+		return err
+	},
+}
+
+var postgresStopped = fault{
+	name: "PostgreSQL stopped (fast shutdown), then started",
+	inject: func(f *faultLab, _ *moment) error {
+		// docker stop's SIGTERM is PostgreSQL's smart shutdown, which lets
+		// every open session finish; SIGINT is the fast one, which cuts them.
+		if _, err := f.l.r.Output(f.ctx, "docker", "kill", "-s", "INT", f.postgres); err != nil {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+		defer cancel()
+		_, err := f.l.r.Output(ctx, "docker", "wait", f.postgres)
+		return err
+	},
+	down: 15 * time.Second,
+	lift: func(f *faultLab) error {
+		if _, err := f.l.r.Output(f.ctx, "docker", "start", f.postgres); err != nil {
+			return err
+		}
+		if err := f.sameAddress(f.postgres, f.postgresIP); err != nil {
+			return err
+		}
+		return f.postgresReady()
+	},
+}
+
+var postgresPaused = fault{
+	name: "PostgreSQL paused, then unpaused",
+	inject: func(f *faultLab, _ *moment) error {
+		_, err := f.l.r.Output(f.ctx, "docker", "pause", f.postgres)
+		return err
+	},
+	down: 20 * time.Second,
+	lift: func(f *faultLab) error {
+		_, err := f.l.r.Output(f.ctx, "docker", "unpause", f.postgres)
+		return err
+	},
+}
+
+var apiServerRestarted = fault{
+	name: "kube-apiserver killed, static Pod restarted",
+	inject: func(f *faultLab, _ *moment) error {
+		_, err := f.l.d.Exec(f.ctx, f.node, nil, "pkill", "-KILL", "-x", "kube-apiserver")
+		return err
+	},
+	lift: func(f *faultLab) error {
+		time.Sleep(2 * time.Second) // it is down before it is up again
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
+			_, err := f.kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+			cancel()
+			if err == nil {
+				return nil
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("kube-apiserver not ready within 3m: %w", err)
+			}
+			time.Sleep(time.Second)
+		}
+	},
+}
+
+var opPodDeleted = fault{
+	name: "operation Pod deleted (grace 0)",
+	inject: func(f *faultLab, hit *moment) error {
+		if hit.job == "" {
+			return errors.New("the moment names no Job")
+		}
+		pods, err := f.kube.CoreV1().Pods(Namespace).List(f.ctx, metav1.ListOptions{LabelSelector: "job-name=" + hit.job})
+		if err != nil {
+			return err
+		}
+		if len(pods.Items) == 0 {
+			return fmt.Errorf("Job %s has no Pod to delete", hit.job)
+		}
+		for _, p := range pods.Items {
+			if err := f.kube.CoreV1().Pods(Namespace).Delete(f.ctx, p.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To(int64(0))}); err != nil {
+				return err
+			}
+		}
+		return nil
+	},
+	settle: true,
+}
+
+var registryStopped = fault{
+	name: "registry stopped, then started",
+	inject: func(f *faultLab, _ *moment) error {
+		_, err := f.l.r.Output(f.ctx, "docker", "stop", "-t", "2", f.registry)
+		return err
+	},
+	down: 20 * time.Second,
+	lift: func(f *faultLab) error {
+		if _, err := f.l.r.Output(f.ctx, "docker", "start", f.registry); err != nil {
+			return err
+		}
+		if err := f.sameAddress(f.registry, f.registryIP); err != nil {
+			return err
+		}
+		port, err := f.l.d.HostPort(f.ctx, f.registry, "5000/tcp")
+		if err != nil {
+			return err
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			resp, err := http.Get("http://127.0.0.1:" + port + "/v2/")
+			if err == nil {
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusUnauthorized {
+					return nil
+				}
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("registry not answering within 30s after its start")
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	},
+}
+
+var networkCut = fault{
+	name: "database network cut (container disconnected), then reconnected",
+	inject: func(f *faultLab, _ *moment) error {
+		_, err := f.l.r.Output(f.ctx, "docker", "network", "disconnect", "kind", f.postgres)
+		return err
+	},
+	down: 20 * time.Second,
+	lift: func(f *faultLab) error {
+		_, err := f.l.r.Output(f.ctx, "docker", "network", "connect", "--ip", f.postgresIP, "kind", f.postgres)
+		return err
+	},
+}
+
+// sameAddress puts a restarted container back at the address the lab's
+// EndpointSlice names, if Docker gave it another.
+func (f *faultLab) sameAddress(container, ip string) error {
+	got, err := f.l.d.IP(f.ctx, container, "kind")
+	if err == nil && got == ip {
+		return nil
+	}
+	f.t.Logf("%s came back at %s, not %s: reconnecting it at its address", container, got, ip)
+	_, _ = f.l.r.Output(f.ctx, "docker", "network", "disconnect", "kind", container)
+	_, err = f.l.r.Output(f.ctx, "docker", "network", "connect", "--ip", ip, "kind", container)
+	return err
+}
+
+func (f *faultLab) postgresReady() error {
+	deadline := time.Now().Add(90 * time.Second)
+	for !f.l.r.Succeeds(f.ctx, "docker", "exec", f.postgres, "pg_isready", "-q", "-h", "127.0.0.1", "-U", "postgres") {
+		if time.Now().After(deadline) {
+			return errors.New("PostgreSQL not ready within 90s of its start")
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	return nil
+}
+
+// The phases, each found by watching the schema's active operation, its
+// Job's Pod and the database's own sessions.
+
+var resolveClaimed = phase{
+	name: "Resolve",
+	reached: func(f *faultLab) (*moment, error) {
+		s, err := f.schema()
+		if err != nil {
+			return nil, err
+		}
+		c := s.Status.ActiveOperation
+		if c == nil || c.Type != v1alpha1.OperationResolve || s.Status.ObservedGeneration != s.Generation {
+			return nil, nil
+		}
+		return &moment{what: "Resolve claimed, " + f.podState(c.JobName), job: c.JobName}, nil
+	},
+}
+
+func opRunning(typ v1alpha1.OperationType) phase {
+	return phase{
+		name: string(typ),
+		reached: func(f *faultLab) (*moment, error) {
+			s, err := f.schema()
+			if err != nil {
+				return nil, err
+			}
+			c := s.Status.ActiveOperation
+			if c == nil || c.Type != typ || s.Status.ObservedGeneration != s.Generation {
+				return nil, nil
+			}
+			pods, err := f.kube.CoreV1().Pods(Namespace).List(f.ctx, metav1.ListOptions{LabelSelector: "job-name=" + c.JobName})
+			if err != nil {
+				return nil, err
+			}
+			if f.recordState(c.JobName) != "no result record yet" {
+				return nil, nil // too late: the operation has delivered
+			}
+			for _, p := range pods.Items {
+				for _, cs := range p.Status.ContainerStatuses {
+					if cs.Name == "runner" && cs.State.Running != nil {
+						return &moment{what: fmt.Sprintf("%s Job running, runner started %s before", typ,
+							time.Since(cs.State.Running.StartedAt.Time).Round(100*time.Millisecond)), job: c.JobName}, nil
+					}
+				}
+			}
+			return nil, nil
+		},
+	}
+}
+
+var (
+	observeRunning = opRunning(v1alpha1.OperationObserve)
+	planRunning    = opRunning(v1alpha1.OperationPlan)
+	proofRunning   = opRunning(v1alpha1.OperationProof)
+)
+
+// podState says where the Job's Pod is.
+func (f *faultLab) podState(job string) string {
+	pods, err := f.kube.CoreV1().Pods(Namespace).List(f.ctx, metav1.ListOptions{LabelSelector: "job-name=" + job})
+	if err != nil || len(pods.Items) == 0 {
+		return "no Pod yet"
+	}
+	p := pods.Items[0]
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == "runner" && cs.State.Running != nil {
+			return "runner running"
+		}
+	}
+	return "Pod " + string(p.Status.Phase)
+}
+
+// applyBackend is the Apply's session as PostgreSQL sees it, matching cond.
+func (f *faultLab) applyBackend(cond string) (*moment, error) {
+	s, err := f.schema()
+	if err != nil {
+		return nil, err
+	}
+	c := s.Status.ActiveOperation
+	if c == nil || c.Type != v1alpha1.OperationApply {
+		return nil, nil
+	}
+	out, err := f.superErr(fmt.Sprintf("SELECT wait_event_type || '/' || wait_event || ': ' || left(query, 120) FROM pg_stat_activity WHERE usename = '%s' AND state = 'active' AND %s LIMIT 1", appRole, cond))
+	if err != nil || strings.TrimSpace(out) == "" {
+		return nil, err
+	}
+	return &moment{what: "Apply statement waiting on " + strings.TrimSpace(out), job: c.JobName}, nil
+}
+
+// applyLockWait holds the phase open with a real lock: another session
+// holds ACCESS SHARE on customers, so the Apply's ALTER TABLE waits for it.
+var applyLockWait = phase{
+	name: "Apply (a statement waiting on a lock)",
+	hold: func(f *faultLab) (func(), error) {
+		done := make(chan error, 1)
+		go func() {
+			_, err := f.superErr("SET application_name = 'faults-locker'; BEGIN; LOCK TABLE customers IN ACCESS SHARE MODE; SELECT pg_sleep(1200); COMMIT")
+			done <- err
+		}()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			out, _ := f.superErr("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.application_name = 'faults-locker' AND l.granted AND l.relation = 'customers'::regclass")
+			if strings.TrimSpace(out) == "1" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return nil, errors.New("the locker session did not take its lock within 30s")
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+		return func() {
+			if _, err := f.superErr("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'faults-locker'"); err != nil {
+				f.t.Logf("release the lock: %v", err)
+			}
+			select {
+			case <-done:
+			case <-time.After(30 * time.Second):
+				f.t.Logf("the locker session had not ended 30s after its cancel")
+			}
+		}, nil
+	},
+	reached: func(f *faultLab) (*moment, error) {
+		return f.applyBackend("wait_event_type = 'Lock' AND query ILIKE 'ALTER TABLE%customers%'")
+	},
+}
+
+// applyCommitting holds the Apply in its COMMIT: with a synchronous standby
+// named that never connects, the commit is written locally and waits for
+// the standby's acknowledgement, the client not yet told.
+var applyCommitting = phase{
+	name: "Apply (in COMMIT, before the client heard)",
+	hold: func(f *faultLab) (func(), error) {
+		if _, err := f.superErr("ALTER SYSTEM SET synchronous_standby_names = 'ptah_faults_never'; SELECT pg_reload_conf()"); err != nil {
+			return nil, err
+		}
+		return func() {
+			if _, err := f.superErr("ALTER SYSTEM RESET synchronous_standby_names; SELECT pg_reload_conf()"); err != nil {
+				f.t.Logf("release the commit: %v", err)
+			}
+		}, nil
+	},
+	reached: func(f *faultLab) (*moment, error) {
+		return f.applyBackend("wait_event = 'SyncRep'")
+	},
+}
