@@ -183,7 +183,11 @@ func (p planText) Text() string {
 	}
 	fmt.Fprintf(&b, "-- plan %s: %d statement(s), %s\n-- base %s\n-- desired %s\n", p.Digest, len(p.Statements), kind, p.BaseFingerprint, p.DesiredFingerprint)
 	for _, s := range p.Statements {
-		fmt.Fprintf(&b, "-- %s: %s\n%s;\n", s.Severity, s.Reason, s.SQL)
+		fmt.Fprintf(&b, "-- %s: %s\n", s.Severity, s.Reason)
+		if h := schema.HazardLine(s); h != "" {
+			fmt.Fprintf(&b, "--   %s\n", h)
+		}
+		fmt.Fprintf(&b, "%s;\n", s.SQL)
 	}
 	return b.String()
 }
@@ -192,6 +196,7 @@ func schemaPlan(fs *flag.FlagSet) action {
 	d := newDesiredFlags(fs)
 	protected := listFlag(fs, "protected-table", "table name or glob the plan may not touch, repeatable")
 	output := fs.String("output", "", "write the plan document to this file")
+	concurrent := fs.Bool("concurrent-indexes", false, "build and drop the indexes of existing tables with CONCURRENTLY, each outside the plan's transaction, so writes go on")
 	return func(ctx context.Context, args []string) (any, bool, error) {
 		if err := noArgs(args); err != nil {
 			return nil, false, err
@@ -206,6 +211,7 @@ func schemaPlan(fs *flag.FlagSet) action {
 		}
 		defer closeDBs()
 		opts.Protected = *protected
+		opts.ConcurrentIndexes = *concurrent
 		p, err := schema.ComputePlan(ctx, db, files, opts)
 		if err != nil {
 			return nil, false, err

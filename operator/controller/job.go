@@ -101,6 +101,7 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 	switch c.Type {
 	case v1alpha1.OperationPlan, v1alpha1.OperationProof:
 		op.ProtectedTables = s.Spec.Policy.ProtectedTables
+		op.ConcurrentIndexes = s.Spec.Policy.Indexes == v1alpha1.IndexesConcurrently
 	case v1alpha1.OperationApply:
 		if p := s.Status.Plan; p != nil {
 			op.Plan, op.PlanDigest = p.Name, p.Digest

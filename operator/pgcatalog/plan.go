@@ -12,9 +12,16 @@ type Step struct {
 	Reason string
 	// Drops is true when the statement removes an object (no table data).
 	Drops bool
-	kind  string
-	name  string
+	// Validates is true when the statement checks stored values against
+	// what it adds, and fails on one that breaks it.
+	Validates bool
+	kind      string
+	name      string
 }
+
+// Kind is the kind of object the statement creates, changes or drops, ""
+// for comments and settings.
+func (s Step) Kind() string { return s.kind }
 
 // Planned is the statements that take the objects atlas does not manage
 // from live to desired, split around atlas's own statements: Before runs
@@ -475,7 +482,8 @@ func alterDomain(live, desired Object) ([]Step, bool) {
 	name := desired.Ident
 	var steps []Step
 	add := func(q, why string) {
-		steps = append(steps, Step{SQL: "ALTER DOMAIN " + name + " " + q, Reason: why + " of domain " + desired.Name, kind: "domain", name: name})
+		steps = append(steps, Step{SQL: "ALTER DOMAIN " + name + " " + q, Reason: why + " of domain " + desired.Name, kind: "domain", name: name,
+			Validates: strings.HasPrefix(q, "SET NOT NULL") || strings.HasPrefix(q, "ADD CONSTRAINT")})
 	}
 	ld, lhas := part(live, "default")
 	dd, dhas := part(desired, "default")

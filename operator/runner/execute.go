@@ -80,6 +80,9 @@ func commands(op *Operation) [][]string {
 		for _, t := range op.ProtectedTables {
 			plan = append(plan, "--protected-table", t)
 		}
+		if op.ConcurrentIndexes {
+			plan = append(plan, "--concurrent-indexes")
+		}
 		return [][]string{pull, append(plan, "--json")}
 	case OpApply:
 		apply := []string{"schema", "apply", "--plan", planFile, "--auto-approve"}
@@ -294,7 +297,11 @@ func PlanResultOf(p *schema.Plan) *v1alpha1.PlanResult {
 		Statements:         []v1alpha1.Statement{},
 	}
 	for _, s := range p.Statements {
-		r.Statements = append(r.Statements, v1alpha1.Statement{SQL: s.SQL, Severity: v1alpha1.Severity(s.Severity), Reason: s.Reason})
+		st := v1alpha1.Statement{SQL: s.SQL, Severity: v1alpha1.Severity(s.Severity), Reason: s.Reason, OutsideTransaction: s.OutsideTransaction}
+		for _, h := range s.Hazards {
+			st.Hazards = append(st.Hazards, v1alpha1.Hazard(h))
+		}
+		r.Statements = append(r.Statements, st)
 	}
 	return r
 }
@@ -332,7 +339,11 @@ func planOf(r *v1alpha1.PlanResult, exclude []string) *schema.Plan {
 		Digest:             r.Digest,
 	}
 	for _, s := range r.Statements {
-		p.Statements = append(p.Statements, schema.Statement{SQL: s.SQL, Severity: schema.Severity(s.Severity), Reason: s.Reason})
+		st := schema.Statement{SQL: s.SQL, Severity: schema.Severity(s.Severity), Reason: s.Reason, OutsideTransaction: s.OutsideTransaction}
+		for _, h := range s.Hazards {
+			st.Hazards = append(st.Hazards, schema.Hazard(h))
+		}
+		p.Statements = append(p.Statements, st)
 	}
 	return p
 }

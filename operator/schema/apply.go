@@ -36,6 +36,9 @@ func Apply(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptions) (*A
 	if p.Destructive && !opts.AllowDestructive {
 		return nil, report.Errorf(report.DestructiveRefused, "plan %s is destructive (%s); pass --allow-destructive to apply it; nothing was executed", p.Digest, firstDestructive(p))
 	}
+	if p.outsideTransaction() {
+		return applyInSteps(ctx, db, p, opts)
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, database.StatementError(db.Target, "begin", err)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
@@ -24,6 +25,8 @@ type state struct {
 	// what atlas manages included.
 	objects     []pgcatalog.Object
 	fingerprint string
+	// invalid is the indexes PostgreSQL marks invalid, left out of schema.
+	invalid []invalidIndex
 }
 
 // inspect reads schema name through tx with search_path set to it, so that
@@ -50,11 +53,20 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, exclude []string, des
 	if err != nil {
 		return nil, err
 	}
-	fp, err := fingerprint(s, objects)
+	invalid, err := readInvalidIndexes(ctx, tx, name)
 	if err != nil {
 		return nil, err
 	}
-	return &state{schema: s, objects: objects, fingerprint: fp}, nil
+	withoutInvalid(s, invalid)
+	marked := objects
+	for _, ix := range invalid {
+		marked = append(slices.Clip(marked), pgcatalog.Object{Kind: "invalid index", Name: ix.name + " on " + ix.table})
+	}
+	fp, err := fingerprint(s, marked)
+	if err != nil {
+		return nil, err
+	}
+	return &state{schema: s, objects: objects, fingerprint: fp, invalid: invalid}, nil
 }
 
 // fingerprint digests atlas's HCL rendering of s, which is ordered and holds

@@ -49,9 +49,16 @@ type Plan struct {
 
 // Statement is one SQL statement of a plan.
 type Statement struct {
-	SQL      string   `json:"sql"`
+	SQL string `json:"sql"`
+	// Severity is Destructive exactly when Hazards holds HazardDeletesData.
 	Severity Severity `json:"severity"`
 	Reason   string   `json:"reason"`
+	// Hazards are what the statement risks, in the order of Hazards.
+	Hazards []Hazard `json:"hazards,omitempty"`
+	// OutsideTransaction marks a statement PostgreSQL refuses inside a
+	// transaction (CREATE INDEX CONCURRENTLY): apply commits what ran
+	// before it and runs it on its own.
+	OutsideTransaction bool `json:"outsideTransaction,omitempty"`
 }
 
 // Options says what to compare.
@@ -64,6 +71,9 @@ type Options struct {
 	// Dev is the dev server the desired SQL is loaded into (a fresh
 	// database of its own per comparison); it is never the target's server.
 	Dev *devdb.Server
+	// ConcurrentIndexes builds and drops the indexes of existing tables
+	// with CONCURRENTLY, outside the plan's transaction, so writes go on.
+	ConcurrentIndexes bool
 }
 
 // comparison is a diff between the live and the desired state.
@@ -75,6 +85,8 @@ type comparison struct {
 	// objectDiffs the differences they correct.
 	objects     pgcatalog.Planned
 	objectDiffs []pgcatalog.Difference
+	// invalid drops the live schema's invalid indexes.
+	invalid []Statement
 }
 
 // compare loads the desired SQL into a fresh database of the dev server,
@@ -119,10 +131,10 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	return diff(ctx, tx, live, desired)
+	return diff(ctx, tx, live, desired, opts)
 }
 
-func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*comparison, error) {
+func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state, opts Options) (*comparison, error) {
 	drv, err := postgres.Open(q)
 	if err != nil {
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
@@ -132,6 +144,9 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
 	}
 	changes = splitTableChanges(changes)
+	if opts.ConcurrentIndexes {
+		changes = concurrentIndexes(changes)
+	}
 	plan, err := drv.PlanChanges(ctx, "ptah", changes)
 	if err != nil {
 		return nil, fmt.Errorf("plan the changes to %s: %w", Managed, err)
@@ -142,11 +157,12 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 			planned++
 		}
 	}
-	objects, objectDiffs, err := planObjects(live, desired, changes, planned)
+	objects, objectDiffs, err := planObjects(live, desired, changes, planned+len(live.invalid))
 	if err != nil {
 		return nil, err
 	}
-	return &comparison{live: live, desired: desired, changes: changes, plan: plan, objects: objects, objectDiffs: objectDiffs}, nil
+	return &comparison{live: live, desired: desired, changes: changes, plan: plan, objects: objects, objectDiffs: objectDiffs,
+		invalid: dropInvalid(Managed, live.invalid, opts.ConcurrentIndexes)}, nil
 }
 
 // splitTableChanges gives each part of a table modification its own change,
@@ -188,38 +204,39 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if p.Exclude == nil {
 		p.Exclude = []string{}
 	}
+	p.Statements = append(p.Statements, cmp.invalid...)
 	for _, s := range cmp.objects.Before {
-		p.Statements = append(p.Statements, Statement{SQL: s.SQL, Severity: Safe, Reason: s.Reason})
+		p.Statements = append(p.Statements, stepStatement(s))
 	}
 	for _, c := range cmp.plan.Changes {
-		sev, reason := judge(c.Source)
+		if c.Cmd == "" {
+			continue
+		}
+		reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
 			// atlas creates a new table's indexes in statements of their own.
 			reason = "creates an index of new table " + t.T.Name
 		}
-		if c.Cmd != "" {
-			p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: sev, Reason: reason})
-		}
-		p.Destructive = p.Destructive || sev == Destructive
+		hs := hazardsOf(c.Source, c.Cmd)
+		p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
 	for _, s := range cmp.objects.After {
-		p.Statements = append(p.Statements, Statement{SQL: s.SQL, Severity: Safe, Reason: s.Reason})
+		p.Statements = append(p.Statements, stepStatement(s))
+	}
+	for _, s := range p.Statements {
+		p.Destructive = p.Destructive || s.Severity == Destructive
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err
 }
 
-// judge gives the severity of a planned change and its reasons, joined.
-func judge(c sqlschema.Change) (Severity, string) {
-	sev := Safe
+// judge gives the reasons for a planned change, joined.
+func judge(c sqlschema.Change) string {
 	var reasons []string
 	for _, v := range classify(c) {
-		if v.severity == Destructive {
-			sev = Destructive
-		}
 		reasons = append(reasons, v.reason)
 	}
-	return sev, strings.Join(reasons, "; ")
+	return strings.Join(reasons, "; ")
 }
 
 // touchedProtected lists the protected tables changes would create, drop or modify.

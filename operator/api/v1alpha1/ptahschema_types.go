@@ -115,16 +115,35 @@ type Desired struct {
 	VerificationPolicyFrom *LocalRef `json:"verificationPolicyFrom,omitempty"`
 }
 
+// IndexPolicy is how a plan builds the indexes of existing tables.
+type IndexPolicy string
+
+const (
+	IndexesBlocking     IndexPolicy = "Blocking"
+	IndexesConcurrently IndexPolicy = "Concurrently"
+)
+
 // Policy says what the operator may do with a plan.
 type Policy struct {
 	// Apply is when a plan with changes is applied.
 	// +kubebuilder:default=OnApproval
 	// +optional
 	Apply ApplyPolicy `json:"apply,omitempty"`
-	// AllowDestructive lets a plan that drops or narrows something through the
-	// gate; without it such a plan is Blocked.
+	// AllowDestructive lets a plan that deletes data (drops a table or a
+	// column, rounds values into a narrower type) through the gate; without
+	// it such a plan is Blocked. Other hazards (may fail, locks, rewrites,
+	// index builds) are shown on the plan and do not block it.
 	// +optional
 	AllowDestructive bool `json:"allowDestructive,omitempty"`
+	// Indexes is how indexes of existing tables are built and dropped:
+	// Blocking (the default) in the plan's transaction, blocking writes to
+	// the table while an index is built; Concurrently with CREATE/DROP INDEX
+	// CONCURRENTLY, each outside the transaction, so writes go on (a build
+	// that fails leaves an invalid index, which the next plan drops and
+	// builds again).
+	// +kubebuilder:validation:Enum=Blocking;Concurrently
+	// +optional
+	Indexes IndexPolicy `json:"indexes,omitempty"`
 	// ProtectedTables are tables (table or schema.table) no plan may touch; a
 	// plan that would is refused and not published.
 	// +listType=set
