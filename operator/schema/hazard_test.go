@@ -108,7 +108,7 @@ func TestHazardClaimsHoldOnPostgreSQL(t *testing.T) {
 			baseExtra: "ALTER TABLE q ENABLE ROW LEVEL SECURITY;", want: []Hazard{HazardAccessExclusiveLock}},
 		{name: "drop a trigger", desired: with(tDef, "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;"),
 			baseExtra: "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$; CREATE TRIGGER q_t BEFORE INSERT ON q FOR EACH ROW EXECUTE FUNCTION f();",
-			want: []Hazard{HazardAccessExclusiveLock}},
+			want:      []Hazard{HazardAccessExclusiveLock}},
 		{name: "create a trigger", desired: with(tDef, "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;", "CREATE TRIGGER q_t BEFORE INSERT ON q FOR EACH ROW EXECUTE FUNCTION f();"),
 			baseExtra: "CREATE FUNCTION f() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;", want: nil},
 	}

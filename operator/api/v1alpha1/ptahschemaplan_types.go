@@ -39,7 +39,7 @@ const (
 )
 
 // Statement is one ordered step of a plan.
-// +kubebuilder:validation:XValidation:rule="(self.severity == 'destructive') == (has(self.hazards) && 'deletes-data' in self.hazards)",message="severity is destructive exactly when the statement deletes data"
+// +kubebuilder:validation:XValidation:rule="!has(self.hazards) || (self.severity == 'destructive') == ('deletes-data' in self.hazards)",message="severity is destructive exactly when the statement's hazards include deletes-data"
 type Statement struct {
 	// SQL is the statement as it will run.
 	// +kubebuilder:validation:MinLength=1
