@@ -45,7 +45,7 @@ func applyInSteps(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptio
 	if err != nil {
 		return nil, database.StatementError(db.Target, "begin", err)
 	}
-	live, err := inspect(ctx, tx, p.Schema, p.Exclude, false)
+	live, err := inspectSide(ctx, tx, p.schemas(), p.Exclude, false)
 	if err != nil {
 		tx.Rollback()
 		return nil, err
@@ -60,7 +60,7 @@ func applyInSteps(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptio
 		res.Converged = live.fingerprint == p.DesiredFingerprint
 		return res, nil
 	}
-	committed := 0
+	committed, path := 0, ""
 	failed := func(i int, doing string, err error) error {
 		e := database.StatementError(db.Target, doing, err)
 		if committed == 0 {
@@ -89,6 +89,11 @@ func applyInSteps(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptio
 			if tx, err = conn.BeginTx(ctx, nil); err != nil {
 				return nil, failed(i, "begin "+doing, err)
 			}
+			path = ""
+		}
+		if err := p.setSearchPath(ctx, tx, s, &path); err != nil {
+			tx.Rollback()
+			return nil, failed(i, "set the search path for "+doing, err)
 		}
 		if _, err := tx.ExecContext(ctx, s.SQL); err != nil {
 			tx.Rollback()
@@ -108,11 +113,11 @@ func applyInSteps(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptio
 	return res, nil
 }
 
-func readState(ctx context.Context, conn *sql.Conn, p *Plan) (*state, error) {
+func readState(ctx context.Context, conn *sql.Conn, p *Plan) (*side, error) {
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return nil, fmt.Errorf("begin reading the applied schema: %w", err)
 	}
 	defer tx.Rollback()
-	return inspect(ctx, tx, p.Schema, p.Exclude, false)
+	return inspectSide(ctx, tx, p.schemas(), p.Exclude, false)
 }

@@ -53,7 +53,7 @@ func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 			}
 		}
 	}
-	for i, ix := range cmp.live.invalid {
+	for i, ix := range cmp.live.invalidIndexes() {
 		d.Changes++
 		d.Categories["index_invalid"]++
 		if d.HighestSeverity == "" {

@@ -30,8 +30,11 @@ const PlanAPIVersion = "ptah.run/plan/v1"
 // same state gives the same bytes.
 type Plan struct {
 	APIVersion string `json:"apiVersion"`
-	// Schema is the managed schema the statements change.
+	// Schema is the managed schema the statements change, the first of
+	// Schemas when there are more.
 	Schema string `json:"schema"`
+	// Schemas are the managed schemas, set unless public alone is.
+	Schemas []string `json:"schemas,omitempty"`
 	// Exclude is the atlas glob patterns left out of both sides; apply
 	// inspects with the same ones to check BaseFingerprint.
 	Exclude []string `json:"exclude"`
@@ -59,6 +62,18 @@ type Statement struct {
 	// transaction (CREATE INDEX CONCURRENTLY): apply commits what ran
 	// before it and runs it on its own.
 	OutsideTransaction bool `json:"outsideTransaction,omitempty"`
+	// Schema, in a plan of several schemas, is the one whose objects the
+	// statement names unqualified: it runs with that schema first on the
+	// search path, as the objects were read.
+	Schema string `json:"schema,omitempty"`
+}
+
+// schemas is the schemas p keeps.
+func (p *Plan) schemas() []string {
+	if len(p.Schemas) > 0 {
+		return p.Schemas
+	}
+	return []string{p.Schema}
 }
 
 // Options says what to compare.
@@ -74,16 +89,27 @@ type Options struct {
 	// ConcurrentIndexes builds and drops the indexes of existing tables
 	// with CONCURRENTLY, outside the plan's transaction, so writes go on.
 	ConcurrentIndexes bool
+	// Schemas are the schemas ptah keeps, [public] when empty; objects of
+	// any other schema are neither planned nor dropped.
+	Schemas []string
+}
+
+// managed is the schemas opts keeps.
+func (o Options) managed() []string {
+	if len(o.Schemas) == 0 {
+		return []string{Managed}
+	}
+	return o.Schemas
 }
 
 // comparison is a diff between the live and the desired state.
 type comparison struct {
-	live, desired *state
+	live, desired *side
 	changes       []sqlschema.Change
 	plan          *migrate.Plan
-	// objects is the statements for what atlas does not manage, and
-	// objectDiffs the differences they correct.
-	objects     pgcatalog.Planned
+	// objects is, per managed schema, the statements for what atlas does
+	// not manage, and objectDiffs the differences they correct.
+	objects     []schemaObjects
 	objectDiffs []pgcatalog.Difference
 	// invalid drops the live schema's invalid indexes.
 	invalid []Statement
@@ -107,7 +133,7 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 		return nil, database.StatementError(db.Target, "begin", err)
 	}
 	defer tx.Rollback()
-	var desired *state
+	var desired *side
 	var desiredErr error
 	done := make(chan struct{})
 	go func() {
@@ -121,9 +147,9 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 			return
 		}
 		defer devTx.Rollback()
-		desired, desiredErr = inspect(ctx, devTx, Managed, opts.Exclude, true)
+		desired, desiredErr = inspectSide(ctx, devTx, opts.managed(), opts.Exclude, true)
 	}()
-	live, err := inspect(ctx, tx, Managed, opts.Exclude, false)
+	live, err := inspectSide(ctx, tx, opts.managed(), opts.Exclude, false)
 	<-done
 	if desiredErr != nil {
 		return nil, desiredErr
@@ -134,35 +160,77 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	return diff(ctx, tx, live, desired, opts)
 }
 
-func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state, opts Options) (*comparison, error) {
+// schemaObjects is the statements pgcatalog planned for one managed
+// schema; they run under that schema's search path.
+type schemaObjects struct {
+	schema  string
+	planned pgcatalog.Planned
+}
+
+func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opts Options) (*comparison, error) {
 	drv, err := postgres.Open(q)
 	if err != nil {
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
-	changes, err := drv.SchemaDiff(live.schema, desired.schema)
-	if err != nil {
-		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
+	var changes, added []sqlschema.Change
+	var invalid []Statement
+	for i, l := range live.schemas {
+		d := desired.schemas[i]
+		if d.missing {
+			return nil, report.Errorf(report.Parse, "schema %s is managed (listed in the schemas ptah keeps) but the desired SQL does not create it; no plan was written: add CREATE SCHEMA %s to the desired SQL, or stop listing it", l.name, quoteIdent(l.name))
+		}
+		if l.missing {
+			added = append(added, &sqlschema.AddSchema{S: d.schema})
+		}
+		c, err := drv.SchemaDiff(l.schema, d.schema)
+		if err != nil {
+			return nil, fmt.Errorf("diff %s against the desired schema: %w", l.name, err)
+		}
+		changes = append(changes, c...)
+		invalid = append(invalid, dropInvalid(l.name, l.invalid, opts.ConcurrentIndexes)...)
 	}
-	changes = splitTableChanges(changes)
+	changes = append(added, splitTableChanges(changes)...)
 	if opts.ConcurrentIndexes {
 		changes = concurrentIndexes(changes)
 	}
 	plan, err := drv.PlanChanges(ctx, "ptah", changes)
 	if err != nil {
-		return nil, fmt.Errorf("plan the changes to %s: %w", Managed, err)
+		return nil, fmt.Errorf("plan the changes to %s: %w", strings.Join(opts.managed(), ", "), err)
 	}
-	planned := 0
+	planned := len(invalid)
 	for _, c := range plan.Changes {
 		if c.Cmd != "" {
 			planned++
 		}
 	}
-	objects, objectDiffs, err := planObjects(live, desired, changes, planned+len(live.invalid))
-	if err != nil {
-		return nil, err
+	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, invalid: invalid}
+	for i, l := range live.schemas {
+		objects, objectDiffs, err := planObjects(l, desired.schemas[i], inSchema(changes, l.name), planned)
+		if err != nil {
+			return nil, err
+		}
+		cmp.objects = append(cmp.objects, schemaObjects{schema: l.name, planned: objects})
+		cmp.objectDiffs = append(cmp.objectDiffs, objectDiffs...)
 	}
-	return &comparison{live: live, desired: desired, changes: changes, plan: plan, objects: objects, objectDiffs: objectDiffs,
-		invalid: dropInvalid(Managed, live.invalid, opts.ConcurrentIndexes)}, nil
+	return cmp, nil
+}
+
+// inSchema is the changes to tables of schema name.
+func inSchema(changes []sqlschema.Change, name string) []sqlschema.Change {
+	var out []sqlschema.Change
+	for _, c := range changes {
+		var t *sqlschema.Table
+		switch c := c.(type) {
+		case *sqlschema.DropTable:
+			t = c.T
+		case *sqlschema.ModifyTable:
+			t = c.T
+		}
+		if t != nil && (t.Schema == nil || t.Schema.Name == name) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // splitTableChanges gives each part of a table modification its own change,
@@ -193,9 +261,10 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if touched := touchedProtected(cmp.changes, opts.Protected); len(touched) > 0 {
 		return nil, report.Errorf(report.ProtectedTable, "the plan would change protected table(s) %s; no plan was written", strings.Join(touched, ", "))
 	}
+	managed := opts.managed()
 	p := &Plan{
 		APIVersion:         PlanAPIVersion,
-		Schema:             Managed,
+		Schema:             managed[0],
 		Exclude:            slices.Clone(opts.Exclude),
 		BaseFingerprint:    cmp.live.fingerprint,
 		DesiredFingerprint: cmp.desired.fingerprint,
@@ -204,9 +273,21 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if p.Exclude == nil {
 		p.Exclude = []string{}
 	}
+	if len(managed) > 1 || managed[0] != Managed {
+		p.Schemas = slices.Clone(managed)
+	}
+	steps := func(schema string, ss []pgcatalog.Step) {
+		for _, s := range ss {
+			st := stepStatement(s)
+			if p.Schemas != nil {
+				st.Schema = schema
+			}
+			p.Statements = append(p.Statements, st)
+		}
+	}
 	p.Statements = append(p.Statements, cmp.invalid...)
-	for _, s := range cmp.objects.Before {
-		p.Statements = append(p.Statements, stepStatement(s))
+	for _, o := range cmp.objects {
+		steps(o.schema, o.planned.Before)
 	}
 	for _, c := range cmp.plan.Changes {
 		if c.Cmd == "" {
@@ -220,8 +301,8 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		hs := hazardsOf(c.Source, c.Cmd)
 		p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
-	for _, s := range cmp.objects.After {
-		p.Statements = append(p.Statements, stepStatement(s))
+	for _, o := range cmp.objects {
+		steps(o.schema, o.planned.After)
 	}
 	for _, s := range p.Statements {
 		p.Destructive = p.Destructive || s.Severity == Destructive
@@ -246,22 +327,35 @@ func touchedProtected(changes []sqlschema.Change, protected []string) []string {
 	}
 	seen := map[string]bool{}
 	for _, c := range changes {
-		var name string
+		var t *sqlschema.Table
 		switch c := c.(type) {
 		case *sqlschema.AddTable:
-			name = c.T.Name
+			t = c.T
 		case *sqlschema.DropTable:
-			name = c.T.Name
+			t = c.T
 		case *sqlschema.ModifyTable:
-			name = c.T.Name
+			t = c.T
 		case *sqlschema.RenameTable:
-			name = c.From.Name
+			t = c.From
 		default:
 			continue
 		}
+		schemaName := Managed
+		if t.Schema != nil {
+			schemaName = t.Schema.Name
+		}
+		shown, full := t.Name, schemaName+"."+t.Name
+		if schemaName != Managed {
+			shown = full
+		}
 		for _, pat := range protected {
-			if ok, _ := path.Match(pat, name); ok || pat == name {
-				seen[name] = true
+			// An unqualified pattern protects the table in every schema.
+			target := full
+			if !strings.Contains(pat, ".") {
+				target = t.Name
+			}
+			if ok, _ := path.Match(pat, target); ok || pat == target {
+				seen[shown] = true
 			}
 		}
 	}
