@@ -53,6 +53,16 @@ func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 			}
 		}
 	}
+	for _, st := range cmp.live.schemas {
+		if st.missing {
+			d.Changes++
+			d.Categories["schema_missing"]++
+			if d.HighestSeverity == "" {
+				d.HighestSeverity = Safe
+			}
+		}
+	}
+	invalid := cmp.invalid[len(cmp.invalid)-len(cmp.live.invalidIndexes()):]
 	for i, ix := range cmp.live.invalidIndexes() {
 		d.Changes++
 		d.Categories["index_invalid"]++
@@ -60,7 +70,7 @@ func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 			d.HighestSeverity = Safe
 		}
 		if withObjects {
-			d.Objects = append(d.Objects, DriftObject{Category: "index_invalid", Object: ix.name + " on " + ix.table, Severity: Safe, Reason: cmp.invalid[i].Reason})
+			d.Objects = append(d.Objects, DriftObject{Category: "index_invalid", Object: ix.name + " on " + ix.table, Severity: Safe, Reason: invalid[i].Reason})
 		}
 	}
 	for _, od := range cmp.objectDiffs {

@@ -135,6 +135,11 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 	objects = slices.DeleteFunc(objects, func(o pgcatalog.Object) bool {
 		return o.Kind == "schema" && slices.ContainsFunc(schemas, func(m string) bool { return quoteIdent(m) == o.Name })
 	})
+	if len(schemas) > 1 {
+		if err := crossSchemaDeps(ctx, tx, name, schemas, objects); err != nil {
+			return nil, err
+		}
+	}
 	invalid, err := readInvalidIndexes(ctx, tx, name)
 	if err != nil {
 		return nil, err
@@ -149,6 +154,40 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 		return nil, err
 	}
 	return &state{name: name, schema: s, objects: objects, fingerprint: fp, invalid: invalid}, nil
+}
+
+// crossSchemaDeps adds to the views of schema name the relations of the
+// other managed schemas they read (pgcatalog records those of the schema
+// itself), qualified, as rewrittenTables names them.
+func crossSchemaDeps(ctx context.Context, tx *sql.Tx, name string, schemas []string, objects []pgcatalog.Object) error {
+	rows, err := tx.QueryContext(ctx, `
+SELECT DISTINCT CASE v.relkind WHEN 'v' THEN 'view ' ELSE 'materialized view ' END || quote_ident(v.relname),
+       CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' ELSE 'table ' END || quote_ident(cn.nspname) || '.' || quote_ident(c.relname)
+FROM pg_class v
+JOIN pg_namespace vn ON vn.oid = v.relnamespace AND vn.nspname = $1
+JOIN pg_rewrite w ON w.ev_class = v.oid
+JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_class'::regclass
+JOIN pg_class c ON c.oid = d.refobjid
+JOIN pg_namespace cn ON cn.oid = c.relnamespace AND cn.nspname = ANY($2) AND cn.nspname <> $1
+WHERE v.relkind IN ('v', 'm')`, name, schemas)
+	if err != nil {
+		return fmt.Errorf("read the views of schema %q reading other schemas: %w", name, err)
+	}
+	defer rows.Close()
+	byKey := map[string]*pgcatalog.Object{}
+	for i := range objects {
+		byKey[objects[i].Key()] = &objects[i]
+	}
+	for rows.Next() {
+		var view, dep string
+		if err := rows.Scan(&view, &dep); err != nil {
+			return fmt.Errorf("read the views of schema %q reading other schemas: %w", name, err)
+		}
+		if o := byKey[view]; o != nil {
+			o.Deps = append(o.Deps, dep)
+		}
+	}
+	return rows.Err()
 }
 
 // linkForeignKeys points a foreign key to a table of another managed

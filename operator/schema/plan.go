@@ -111,7 +111,8 @@ type comparison struct {
 	// not manage, and objectDiffs the differences they correct.
 	objects     []schemaObjects
 	objectDiffs []pgcatalog.Difference
-	// invalid drops the live schema's invalid indexes.
+	// invalid creates the managed schemas the database lacks and drops the
+	// invalid indexes of those it has.
 	invalid []Statement
 }
 
@@ -172,7 +173,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	if err != nil {
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
-	var changes, added []sqlschema.Change
+	var changes []sqlschema.Change
 	var invalid []Statement
 	for i, l := range live.schemas {
 		d := desired.schemas[i]
@@ -180,7 +181,10 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 			return nil, report.Errorf(report.Parse, "schema %s is managed (listed in the schemas ptah keeps) but the desired SQL does not create it; no plan was written: add CREATE SCHEMA %s to the desired SQL, or stop listing it", l.name, quoteIdent(l.name))
 		}
 		if l.missing {
-			added = append(added, &sqlschema.AddSchema{S: d.schema})
+			// First of all: pgcatalog's objects may be created in it
+			// before atlas's tables.
+			invalid = append(invalid, Statement{SQL: "CREATE SCHEMA " + quoteIdent(l.name), Severity: Safe, Reason: "creates schema " + l.name})
+			l.objects = []pgcatalog.Object{{Kind: "comment on schema", Name: quoteIdent(l.name)}}
 		}
 		c, err := drv.SchemaDiff(l.schema, d.schema)
 		if err != nil {
@@ -189,7 +193,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 		changes = append(changes, c...)
 		invalid = append(invalid, dropInvalid(l.name, l.invalid, opts.ConcurrentIndexes)...)
 	}
-	changes = append(added, splitTableChanges(changes)...)
+	changes = splitTableChanges(changes)
 	if opts.ConcurrentIndexes {
 		changes = concurrentIndexes(changes)
 	}
@@ -205,7 +209,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	}
 	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, invalid: invalid}
 	for i, l := range live.schemas {
-		objects, objectDiffs, err := planObjects(l, desired.schemas[i], inSchema(changes, l.name), planned)
+		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned)
 		if err != nil {
 			return nil, err
 		}
@@ -213,24 +217,6 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 		cmp.objectDiffs = append(cmp.objectDiffs, objectDiffs...)
 	}
 	return cmp, nil
-}
-
-// inSchema is the changes to tables of schema name.
-func inSchema(changes []sqlschema.Change, name string) []sqlschema.Change {
-	var out []sqlschema.Change
-	for _, c := range changes {
-		var t *sqlschema.Table
-		switch c := c.(type) {
-		case *sqlschema.DropTable:
-			t = c.T
-		case *sqlschema.ModifyTable:
-			t = c.T
-		}
-		if t != nil && (t.Schema == nil || t.Schema.Name == name) {
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // splitTableChanges gives each part of a table modification its own change,

@@ -26,7 +26,7 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 			unmanaged = append(unmanaged, d)
 		}
 	}
-	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, rewrittenTables(changes))
+	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, rewrittenTables(live.name, changes))
 	if len(p.Refused) > 0 {
 		return p, nil, report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way", kinds(p.Refused), listDiffs(p.Refused))
 	}
@@ -37,18 +37,25 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 }
 
 // rewrittenTables names the tables atlas drops or changes columns of:
-// PostgreSQL refuses that while a view reads them.
-func rewrittenTables(changes []sqlschema.Change) []string {
+// PostgreSQL refuses that while a view reads them. Those of schema are
+// named as its catalog keys them, those of another schema qualified.
+func rewrittenTables(schema string, changes []sqlschema.Change) []string {
+	name := func(t *sqlschema.Table) string {
+		if t.Schema == nil || t.Schema.Name == schema {
+			return quoteIdent(t.Name)
+		}
+		return quoteIdent(t.Schema.Name) + "." + quoteIdent(t.Name)
+	}
 	var out []string
 	for _, c := range changes {
 		switch c := c.(type) {
 		case *sqlschema.DropTable:
-			out = append(out, quoteIdent(c.T.Name))
+			out = append(out, name(c.T))
 		case *sqlschema.ModifyTable:
 			for _, sub := range c.Changes {
 				switch sub.(type) {
 				case *sqlschema.ModifyColumn, *sqlschema.DropColumn, *sqlschema.RenameColumn:
-					out = append(out, quoteIdent(c.T.Name))
+					out = append(out, name(c.T))
 				}
 			}
 		}
