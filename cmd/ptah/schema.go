@@ -116,6 +116,7 @@ func schemaPull(fs *flag.FlagSet) action {
 // desiredFlags are the flags of the commands that compare with a desired schema.
 type desiredFlags struct {
 	files     *stringList
+	schemas   *stringList
 	exclude   *stringList
 	devURL    *string
 	throwaway *bool
@@ -125,6 +126,7 @@ type desiredFlags struct {
 func newDesiredFlags(fs *flag.FlagSet) desiredFlags {
 	return desiredFlags{
 		files:     listFlag(fs, "schema-file", "desired-state SQL file, repeatable; run in this order"),
+		schemas:   listFlag(fs, "schema", "database schema ptah keeps, repeatable (default public alone); the objects of any other schema are neither planned nor dropped"),
 		exclude:   listFlag(fs, "exclude", "atlas glob of objects to leave alone (\"t\", \"t.c\", \"audit_*\"), repeatable"),
 		devURL:    fs.String("dev-url", "", "dev database: a PostgreSQL server other than the target's, where each run loads the desired SQL into a fresh database and drops it; its role needs CREATEDB (default $"+devdb.URLEnv+")"),
 		throwaway: fs.Bool("dev-throwaway", false, "start a throwaway PostgreSQL (initdb and postgres from PATH or /usr/lib/postgresql/*/bin, unix socket only, removed after) as the dev database"),
@@ -136,6 +138,7 @@ func newDesiredFlags(fs *flag.FlagSet) desiredFlags {
 // first with --dev-throwaway); close releases them.
 func (d desiredFlags) open(ctx context.Context) (db *database.DB, opts schema.Options, close func(), err error) {
 	opts.Exclude = *d.exclude
+	opts.Schemas = *d.schemas
 	devURL := *d.devURL
 	if devURL == "" && !*d.throwaway {
 		devURL = os.Getenv(devdb.URLEnv)

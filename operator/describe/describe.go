@@ -108,7 +108,7 @@ func (r Reader) findPlan(ctx context.Context, s *v1alpha1.PtahSchema, applied bo
 func CheckDigest(p *v1alpha1.PtahSchemaPlan) error {
 	_, err := runner.PlanDocument(&v1alpha1.PlanResult{
 		Fingerprint: p.Spec.Fingerprint, BaseFingerprint: p.Spec.BaseFingerprint, DesiredFingerprint: p.Spec.DesiredFingerprint,
-		Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Statements: p.Spec.Statements,
+		Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Schemas: p.Spec.Schemas, Statements: p.Spec.Statements,
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("ptahschemaplan %s refused, not printed: %w", p.Name, err)

@@ -103,6 +103,8 @@ type Operation struct {
 	// ConcurrentIndexes is passed to ptah schema plan (spec.policy.indexes
 	// Concurrently).
 	ConcurrentIndexes bool `json:"concurrentIndexes,omitempty"`
+	// Schemas are passed to ptah schema drift and plan (spec.schemas).
+	Schemas []string `json:"schemas,omitempty"`
 	// Plan and PlanDigest name the PtahSchemaPlan an Apply reads and the
 	// digest it must have.
 	Plan       string `json:"plan,omitempty"`

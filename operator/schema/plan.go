@@ -124,6 +124,13 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	if opts.Dev == nil {
 		return nil, report.Errorf(report.Usage, "no dev database to load the desired schema into (it is never loaded into the target): pass --dev-url URL (or set $%s) naming a PostgreSQL server other than the target's, or --dev-throwaway", devdb.URLEnv)
 	}
+	seen := map[string]bool{}
+	for _, s := range opts.managed() {
+		if s == "" || seen[s] || strings.HasPrefix(s, "pg_") || s == "information_schema" {
+			return nil, report.Errorf(report.Usage, "schema %q cannot be managed: name each schema once, and none of PostgreSQL's own (pg_*, information_schema)", s)
+		}
+		seen[s] = true
+	}
 	devDB, drop, err := opts.Dev.Fresh(ctx, db)
 	if err != nil {
 		return nil, err

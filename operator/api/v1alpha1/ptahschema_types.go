@@ -260,6 +260,18 @@ type PtahSchemaSpec struct {
 	Target Target `json:"target"`
 	// +required
 	Desired Desired `json:"desired"`
+	// Schemas are the database schemas ptah keeps as the desired SQL
+	// declares them, in the order they are read (public alone when empty).
+	// Objects of any other schema are neither planned nor dropped, and
+	// desired SQL declaring one is refused. Each listed schema must be
+	// created by the desired SQL (CREATE SCHEMA), public excepted.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_$]*$`
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !s.startsWith('pg_') && s != 'information_schema')",message="pg_* and information_schema are PostgreSQL's own"
+	// +optional
+	Schemas []string `json:"schemas,omitempty"`
 	// +kubebuilder:default={}
 	// +optional
 	Policy Policy `json:"policy,omitempty"`

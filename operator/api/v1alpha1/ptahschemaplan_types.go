@@ -61,6 +61,12 @@ type Statement struct {
 	// is committed first.
 	// +optional
 	OutsideTransaction bool `json:"outsideTransaction,omitempty"`
+	// Schema, in a plan of several schemas, is the one first on the search
+	// path while the statement runs (its unqualified names are that
+	// schema's).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Schema string `json:"schema,omitempty"`
 }
 
 // PtahSchemaPlanSpec is a plan exactly as computed; it never changes.
@@ -96,6 +102,11 @@ type PtahSchemaPlanSpec struct {
 	// Destructive is true when any statement is destructive.
 	// +optional
 	Destructive bool `json:"destructive"`
+	// Schemas are the schemas the plan keeps, when not public alone.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Schemas []string `json:"schemas,omitempty"`
 	// Statements in the order they run.
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=4096
