@@ -62,7 +62,6 @@ func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 			}
 		}
 	}
-	invalid := cmp.invalid[len(cmp.invalid)-len(cmp.live.invalidIndexes()):]
 	for i, ix := range cmp.live.invalidIndexes() {
 		d.Changes++
 		d.Categories["index_invalid"]++
@@ -70,7 +69,7 @@ func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 			d.HighestSeverity = Safe
 		}
 		if withObjects {
-			d.Objects = append(d.Objects, DriftObject{Category: "index_invalid", Object: ix.name + " on " + ix.table, Severity: Safe, Reason: invalid[i].Reason})
+			d.Objects = append(d.Objects, DriftObject{Category: "index_invalid", Object: ix.name + " on " + ix.table, Severity: Safe, Reason: cmp.invalid[i].Reason})
 		}
 	}
 	for _, od := range cmp.objectDiffs {

@@ -111,9 +111,9 @@ type comparison struct {
 	// not manage, and objectDiffs the differences they correct.
 	objects     []schemaObjects
 	objectDiffs []pgcatalog.Difference
-	// invalid creates the managed schemas the database lacks and drops the
-	// invalid indexes of those it has.
-	invalid []Statement
+	// created creates the managed schemas the database lacks; invalid
+	// drops the invalid indexes of those it has.
+	created, invalid []Statement
 }
 
 // compare loads the desired SQL into a fresh database of the dev server,
@@ -181,7 +181,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
 	var changes []sqlschema.Change
-	var invalid []Statement
+	var created, invalid []Statement
 	for i, l := range live.schemas {
 		d := desired.schemas[i]
 		if d.missing {
@@ -190,7 +190,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 		if l.missing {
 			// First of all: pgcatalog's objects may be created in it
 			// before atlas's tables.
-			invalid = append(invalid, Statement{SQL: "CREATE SCHEMA " + quoteIdent(l.name), Severity: Safe, Reason: "creates schema " + l.name})
+			created = append(created, Statement{SQL: "CREATE SCHEMA " + quoteIdent(l.name), Severity: Safe, Reason: "creates schema " + l.name})
 			l.objects = []pgcatalog.Object{{Kind: "comment on schema", Name: quoteIdent(l.name)}}
 		}
 		c, err := drv.SchemaDiff(l.schema, d.schema)
@@ -208,13 +208,13 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	if err != nil {
 		return nil, fmt.Errorf("plan the changes to %s: %w", strings.Join(opts.managed(), ", "), err)
 	}
-	planned := len(invalid)
+	planned := len(created) + len(invalid)
 	for _, c := range plan.Changes {
 		if c.Cmd != "" {
 			planned++
 		}
 	}
-	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, invalid: invalid}
+	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid}
 	for i, l := range live.schemas {
 		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned)
 		if err != nil {
@@ -278,7 +278,7 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			p.Statements = append(p.Statements, st)
 		}
 	}
-	p.Statements = append(p.Statements, cmp.invalid...)
+	p.Statements = append(append(p.Statements, cmp.created...), cmp.invalid...)
 	for _, o := range cmp.objects {
 		steps(o.schema, o.planned.Before)
 	}
