@@ -127,8 +127,15 @@ func tablePartHazards(s hazardSet, c sqlschema.Change, cmd string) {
 			s.add(HazardAccessExclusiveLock)
 		}
 	case *sqlschema.ModifyIndex:
-		s.add(HazardAccessExclusiveLock)
-		indexHazards(s, c.To, nil)
+		// atlas drops the index and builds it again, in two statements
+		// unless a constraint holds it (then one ALTER TABLE does both).
+		_, constraint := uniqueOrExclude(c.From.Attrs)
+		if constraint || strings.HasPrefix(cmd, "DROP INDEX") || strings.HasPrefix(cmd, "ALTER TABLE") {
+			s.add(HazardAccessExclusiveLock)
+		}
+		if !strings.HasPrefix(cmd, "DROP INDEX") {
+			indexHazards(s, c.To, nil)
+		}
 	case *sqlschema.RenameIndex:
 		s.add(HazardAccessExclusiveLock)
 	case *sqlschema.AddPrimaryKey:

@@ -56,6 +56,9 @@ func TestHazardClaimsHoldOnPostgreSQL(t *testing.T) {
 		violate string
 		// baseExtra is added to the live schema only.
 		baseExtra string
+		// statements is how many the plan has when more than one; the
+		// claims of each are checked in turn, the ones before it run first.
+		statements int
 	}{
 		{name: "add a nullable column", desired: col(", f double precision)", ", f double precision, d int)"), want: []Hazard{HazardAccessExclusiveLock}},
 		{name: "add a NOT NULL column without default", desired: col(", f double precision)", ", f double precision, d int NOT NULL)"),
@@ -94,6 +97,8 @@ func TestHazardClaimsHoldOnPostgreSQL(t *testing.T) {
 			want: []Hazard{HazardMayFail, HazardBuildsIndex}, violate: `INSERT INTO t (id, c) VALUES (2, 'x')`},
 		{name: "add a unique constraint", desired: col("c text", "c text UNIQUE"),
 			want: []Hazard{HazardMayFail, HazardAccessExclusiveLock, HazardBuildsIndex}, violate: `INSERT INTO t (id, c) VALUES (2, 'x')`},
+		{name: "rebuild an index on other columns", desired: strings.Replace(with(tDef), "CREATE INDEX t_b_idx ON t (b);", "CREATE INDEX t_b_idx ON t (b, c);", 1),
+			want: []Hazard{HazardAccessExclusiveLock, HazardBuildsIndex}, statements: 2},
 		{name: "drop an index", desired: strings.Replace(with(tDef), base[2], "", 1), want: []Hazard{HazardAccessExclusiveLock}},
 		{name: "add a check", desired: col(", f double precision)", ", f double precision, CONSTRAINT a_pos CHECK (a > 0))"),
 			want: []Hazard{HazardMayFail, HazardAccessExclusiveLock}, violate: `INSERT INTO t (id, a) VALUES (2, -1)`},
@@ -124,12 +129,25 @@ func TestHazardClaimsHoldOnPostgreSQL(t *testing.T) {
 				exec(t, db, rows)
 			}
 			p := mustPlan(t, db, files(c.desired), e.o(Options{}))
-			if len(p.Statements) != 1 {
-				t.Fatalf("want one statement, got %d: %+v", len(p.Statements), p.Statements)
+			if want := max(c.statements, 1); len(p.Statements) != want {
+				t.Fatalf("want %d statement(s), got %d: %+v", want, len(p.Statements), p.Statements)
 			}
-			st := p.Statements[0]
-			if !slices.Equal(st.Hazards, c.want) {
-				t.Errorf("%s: hazards %v, want %v", st.SQL, st.Hazards, c.want)
+			var all []Hazard
+			for i, st := range p.Statements[:len(p.Statements)-1] {
+				// The statements before the last: each one's claims, then run.
+				seen := observe(t, db, st.SQL)
+				for _, h := range []Hazard{HazardDeletesData, HazardAccessExclusiveLock, HazardRewritesTable, HazardBuildsIndex} {
+					if claimed := slices.Contains(st.Hazards, h); claimed != seen[h] {
+						t.Errorf("statement %d, %s: claims %s: %v; PostgreSQL shows %v", i+1, st.SQL, h, claimed, seen[h])
+					}
+				}
+				all = append(all, st.Hazards...)
+				exec(t, db, st.SQL)
+			}
+			st := p.Statements[len(p.Statements)-1]
+			all = append(all, st.Hazards...)
+			if got := (hazardSet{}).add(all...).list(); !slices.Equal(got, c.want) {
+				t.Errorf("%s: hazards %v, want %v", st.SQL, got, c.want)
 			}
 			if (st.Severity == Destructive) != slices.Contains(st.Hazards, HazardDeletesData) || p.Destructive != (st.Severity == Destructive) {
 				t.Errorf("%s: severity %s, plan destructive %v, hazards %v", st.SQL, st.Severity, p.Destructive, st.Hazards)
