@@ -112,8 +112,9 @@ type comparison struct {
 	objects     []schemaObjects
 	objectDiffs []pgcatalog.Difference
 	// created creates the managed schemas the database lacks; invalid
-	// drops the invalid indexes of those it has.
-	created, invalid []Statement
+	// drops the invalid indexes of those it has; dropped drops, last, the
+	// managed schemas the desired SQL does not create.
+	created, invalid, dropped []Statement
 }
 
 // compare loads the desired SQL into a fresh database of the dev server,
@@ -181,11 +182,26 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
 	var changes []sqlschema.Change
-	var created, invalid []Statement
+	var created, invalid, dropped []Statement
 	for i, l := range live.schemas {
 		d := desired.schemas[i]
+		if d.missing && l.missing {
+			continue
+		}
 		if d.missing {
-			return nil, report.Errorf(report.Parse, "schema %s is managed (listed in the schemas ptah keeps) but the desired SQL does not create it; no plan was written: add CREATE SCHEMA %s to the desired SQL, or stop listing it", l.name, quoteIdent(l.name))
+			// A managed schema the desired SQL does not create is to be
+			// gone: everything in it is dropped like any object the
+			// desired SQL lacks, then the empty schema, RESTRICT, so
+			// nothing outside the managed schemas goes with it.
+			d = &state{name: l.name, schema: sqlschema.New(l.name), fingerprint: d.fingerprint, missing: true}
+			for _, o := range l.objects {
+				if o.Kind == "comment on schema" || globalKinds[o.Kind] {
+					d.objects = append(d.objects, o)
+				}
+			}
+			desired.schemas[i] = d
+			dropped = append(dropped, Statement{SQL: "DROP SCHEMA " + quoteIdent(l.name), Severity: Safe,
+				Reason: "drops schema " + l.name + ", emptied above; refused by PostgreSQL if anything else still uses it"})
 		}
 		if l.missing {
 			// First of all: pgcatalog's objects may be created in it
@@ -208,13 +224,13 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	if err != nil {
 		return nil, fmt.Errorf("plan the changes to %s: %w", strings.Join(opts.managed(), ", "), err)
 	}
-	planned := len(created) + len(invalid)
+	planned := len(created) + len(invalid) + len(dropped)
 	for _, c := range plan.Changes {
 		if c.Cmd != "" {
 			planned++
 		}
 	}
-	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid}
+	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid, dropped: dropped}
 	for i, l := range live.schemas {
 		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned)
 		if err != nil {
@@ -294,14 +310,54 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		hs := hazardsOf(c.Source, c.Cmd)
 		p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
-	for _, o := range cmp.objects {
+	for _, o := range createOrder(cmp) {
 		steps(o.schema, o.planned.After)
 	}
+	p.Statements = append(p.Statements, cmp.dropped...)
 	for _, s := range p.Statements {
 		p.Destructive = p.Destructive || s.Severity == Destructive
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err
+}
+
+// createOrder puts a schema's objects (views, triggers, ...) after those of
+// the schemas its desired views read, so a view reading another schema's
+// view is created after it.
+func createOrder(cmp *comparison) []schemaObjects {
+	reads := map[string]map[string]bool{}
+	for _, d := range cmp.desired.schemas {
+		reads[d.name] = map[string]bool{}
+		for _, o := range d.objects {
+			for _, dep := range o.Deps {
+				for _, other := range cmp.desired.schemas {
+					_, name, _ := strings.Cut(dep, " ")
+					if other.name != d.name && strings.HasPrefix(strings.TrimPrefix(name, "view "), quoteIdent(other.name)+".") {
+						reads[d.name][other.name] = true
+					}
+				}
+			}
+		}
+	}
+	var out []schemaObjects
+	done := map[string]bool{}
+	var visit func(o schemaObjects)
+	visit = func(o schemaObjects) {
+		if done[o.schema] {
+			return
+		}
+		done[o.schema] = true
+		for _, other := range cmp.objects {
+			if reads[o.schema][other.schema] {
+				visit(other)
+			}
+		}
+		out = append(out, o)
+	}
+	for _, o := range cmp.objects {
+		visit(o)
+	}
+	return out
 }
 
 // judge gives the reasons for a planned change, joined.

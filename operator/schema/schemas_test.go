@@ -139,9 +139,27 @@ CREATE TABLE public.customers (id int PRIMARY KEY, name text NOT NULL); INSERT I
 		if e := wantCode(t, err, report.UnmanagedObject); !strings.Contains(e.Message, "billing") {
 			t.Fatalf("message: %s", e.Message)
 		}
-		_, err = ComputePlan(ctx, db, files(`CREATE TABLE t (id int);`), both)
-		if e := wantCode(t, err, report.Parse); !strings.Contains(e.Message, "CREATE SCHEMA billing") {
-			t.Fatalf("message: %s", e.Message)
+	})
+
+	t.Run("a listed schema the desired SQL does not create is emptied and dropped, and nothing else", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE SCHEMA billing; CREATE TABLE billing.invoices (id int); INSERT INTO billing.invoices VALUES (1);
+CREATE VIEW billing.v AS SELECT id FROM billing.invoices; CREATE SCHEMA scratch; CREATE TABLE scratch.junk (id int);`)
+		desired := files(`CREATE TABLE t (id int);`)
+		p := mustPlan(t, db, desired, both)
+		if !p.Destructive || !strings.HasPrefix(p.Statements[len(p.Statements)-1].SQL, "DROP SCHEMA billing") {
+			t.Fatalf("plan: %+v", p.Statements)
+		}
+		_, err := Apply(ctx, db, p, ApplyOptions{LockTimeout: 5e9})
+		wantCode(t, err, report.DestructiveRefused)
+		if res := mustApply(t, db, p, ApplyOptions{AllowDestructive: true}); !res.Converged {
+			t.Fatalf("apply: %+v", res)
+		}
+		if tableExists(t, db, "billing.invoices") || !tableExists(t, db, "scratch.junk") || !tableExists(t, db, "public.t") {
+			t.Fatalf("wrong tables after the drop")
+		}
+		if again := mustPlan(t, db, desired, both); len(again.Statements) != 0 {
+			t.Fatalf("not converged: %+v", again.Statements)
 		}
 	})
 }
