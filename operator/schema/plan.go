@@ -216,6 +216,13 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 		changes = append(changes, c...)
 		invalid = append(invalid, dropInvalid(l.name, l.invalid, opts.ConcurrentIndexes)...)
 	}
+	// Types of one schema come before the tables of another that use them,
+	// as atlas orders them within a schema.
+	sort.SliceStable(changes, func(i, j int) bool {
+		_, ai := changes[i].(*sqlschema.AddObject)
+		_, aj := changes[j].(*sqlschema.AddObject)
+		return ai && !aj
+	})
 	changes = splitTableChanges(changes)
 	if opts.ConcurrentIndexes {
 		changes = concurrentIndexes(changes)
