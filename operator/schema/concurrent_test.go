@@ -207,3 +207,37 @@ func TestFailedConcurrentBuildIsPlannedAgain(t *testing.T) {
 		t.Fatalf("not converged: %+v", p.Statements)
 	}
 }
+
+// TestPartlyNonTransactionalPlanRefusals: a plan with a concurrent build
+// is refused before anything runs when the schema changed since planning
+// or another writer holds the ptah lock.
+func TestPartlyNonTransactionalPlanRefusals(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	db, _ := e.db(t)
+	exec(t, db, concBase)
+	desired := files(concBase + `CREATE INDEX t_c_idx ON t (c);`)
+	p := mustPlan(t, db, desired, e.o(Options{ConcurrentIndexes: true}))
+	if !p.outsideTransaction() {
+		t.Fatalf("plan: %+v", p.Statements)
+	}
+	holder, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := holder.ExecContext(ctx, "SELECT pg_advisory_lock($1)", database.LockKey); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(ctx, db, p, ApplyOptions{LockTimeout: time.Second})
+	wantCode(t, err, report.LockTimeout)
+	if _, err := holder.ExecContext(ctx, "SELECT pg_advisory_unlock($1)", database.LockKey); err != nil {
+		t.Fatal(err)
+	}
+	holder.Close()
+	exec(t, db, `ALTER TABLE t ADD COLUMN extra int`)
+	_, err = Apply(ctx, db, p, ApplyOptions{LockTimeout: time.Second})
+	wantCode(t, err, report.StalePlan)
+	if exists, _ := indexValid(t, db, "t_c_idx"); exists {
+		t.Fatalf("a refused plan built its index")
+	}
+}
