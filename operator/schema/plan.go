@@ -127,7 +127,9 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 	if err != nil {
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
-	changes, err := drv.SchemaDiff(live.schema, desired.schema)
+	// Both sides were read from a real PostgreSQL, so expressions compare
+	// as printed: a check whose expression changed is changed.
+	changes, err := drv.SchemaDiff(live.schema, desired.schema, sqlschema.DiffNormalized())
 	if err != nil {
 		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
 	}
@@ -150,7 +152,8 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 }
 
 // splitTableChanges gives each part of a table modification its own change,
-// so each becomes its own statement with its own severity.
+// so each becomes its own statement with its own severity, in the order
+// PostgreSQL would run them as one ALTER TABLE (tablePartOrder).
 func splitTableChanges(changes []sqlschema.Change) []sqlschema.Change {
 	var out []sqlschema.Change
 	for _, c := range changes {
@@ -159,7 +162,7 @@ func splitTableChanges(changes []sqlschema.Change) []sqlschema.Change {
 			out = append(out, c)
 			continue
 		}
-		for _, sub := range m.Changes {
+		for _, sub := range tablePartOrder(m.Changes) {
 			out = append(out, &sqlschema.ModifyTable{T: m.T, Changes: []sqlschema.Change{sub}})
 		}
 	}

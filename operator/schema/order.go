@@ -1,0 +1,47 @@
+package schema
+
+import (
+	"slices"
+
+	sqlschema "ariga.io/atlas/sql/schema"
+)
+
+// tablePartOrder orders the parts of one table's modification the way
+// PostgreSQL runs the subcommands of a single ALTER TABLE (its passes in
+// tablecmds.c): constraints and indexes are dropped first (a dropped column
+// would take them with it, and the later DROP CONSTRAINT fails), then
+// columns are dropped, changed and added, and constraints and indexes are
+// added last (they may name a column added here). A change of a
+// constraint is its drop and its add, so each lands in its pass.
+func tablePartOrder(parts []sqlschema.Change) []sqlschema.Change {
+	var split []sqlschema.Change
+	for _, c := range parts {
+		switch c := c.(type) {
+		case *sqlschema.ModifyPrimaryKey:
+			split = append(split, &sqlschema.DropPrimaryKey{P: c.From}, &sqlschema.AddPrimaryKey{P: c.To})
+		case *sqlschema.ModifyForeignKey:
+			split = append(split, &sqlschema.DropForeignKey{F: c.From}, &sqlschema.AddForeignKey{F: c.To})
+		case *sqlschema.ModifyCheck:
+			split = append(split, &sqlschema.DropCheck{C: c.From}, &sqlschema.AddCheck{C: c.To})
+		default:
+			split = append(split, c)
+		}
+	}
+	pass := func(c sqlschema.Change) int {
+		switch c.(type) {
+		case *sqlschema.DropForeignKey:
+			return 0
+		case *sqlschema.DropCheck, *sqlschema.DropIndex, *sqlschema.DropPrimaryKey:
+			return 1
+		case *sqlschema.DropColumn:
+			return 2
+		case *sqlschema.AddPrimaryKey, *sqlschema.AddIndex, *sqlschema.ModifyIndex, *sqlschema.AddCheck:
+			return 4
+		case *sqlschema.AddForeignKey:
+			return 5
+		}
+		return 3
+	}
+	slices.SortStableFunc(split, func(a, b sqlschema.Change) int { return pass(a) - pass(b) })
+	return split
+}
