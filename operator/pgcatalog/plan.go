@@ -31,7 +31,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "function", "procedure",
+	"extension", "domain", "composite type", "function", "procedure", "check constraint",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -128,6 +128,10 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 					continue
 				}
 				p.Before = append(p.Before, steps...)
+				continue
+			}
+			if o.Kind == "check constraint" {
+				p.Before, p.After = checkSteps(d, desiredBy, p.Before, p.After)
 				continue
 			}
 			if !plannable(o.Kind) || o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
@@ -515,3 +519,32 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(out)
 	return out
 }
+
+// checkSteps plans a check constraint: dropped before atlas's statements
+// (a column it reads may be dropped there), added after them (it may read
+// a column added there). A check whose table is gone goes with it. A check
+// that only loses NOT VALID is validated in place.
+func checkSteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
+	if d.Live != nil && d.Desired != nil && d.Live.Def == d.Desired.Def+" NOT VALID" {
+		return before, append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " VALIDATE CONSTRAINT " + d.Live.Ident,
+			Reason: "validates " + d.Live.String() + " (fails if a row breaks it)", kind: "check constraint"})
+	}
+	if d.Live != nil && (d.Desired != nil || desiredBy[d.Live.Deps[0]] != nil) {
+		before = append(before, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " DROP CONSTRAINT " + d.Live.Ident,
+			Reason: "drops " + d.Live.String(), Drops: true, kind: "check constraint"})
+	}
+	if d.Desired != nil {
+		name := ""
+		if !strings.HasPrefix(d.Desired.Name, "<auto>:") {
+			// An unnamed check is left for PostgreSQL to name, as it
+			// named the desired one.
+			name = "CONSTRAINT " + d.Desired.Ident + " "
+		}
+		after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Desired) + " ADD " + name + d.Desired.Def,
+			Reason: "adds " + d.Desired.String() + " (fails if a row breaks it)", kind: "check constraint"})
+	}
+	return before, after
+}
+
+// checkTable is the table a check constraint is on, as DDL names it.
+func checkTable(o Object) string { return strings.TrimPrefix(o.Deps[0], "table ") }

@@ -92,7 +92,13 @@ LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
 UNION ALL
 SELECT 'constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), true, k.relname, NULL::text, NULL::text
-FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition
+FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition AND k.contype <> 'c'
+UNION ALL
+-- checks are planned here, not by atlas: atlas reads neither a check on no
+-- column nor NOT VALID. Inherited checks come with their parent.
+SELECT 'check constraint', k.label || ' on ' || k.qname, pg_get_constraintdef(k.oid), false, k.relname, quote_ident(k.conname), 'table ' || k.qname
+FROM con k JOIN rel r ON r.qname = k.qname JOIN pg_constraint c ON c.oid = k.oid
+WHERE NOT r.relispartition AND k.contype = 'c' AND c.conislocal
 UNION ALL
 SELECT 'comment on constraint', k.label || ' on ' || k.qname, obj_description(k.oid, 'pg_constraint'), false, k.relname, quote_ident(k.conname) || ' ON ' || k.qname, NULL::text
 FROM con k WHERE obj_description(k.oid, 'pg_constraint') IS NOT NULL

@@ -45,3 +45,15 @@ func tablePartOrder(parts []sqlschema.Change) []sqlschema.Change {
 	slices.SortStableFunc(split, func(a, b sqlschema.Change) int { return pass(a) - pass(b) })
 	return split
 }
+
+// withoutChecks removes the check constraints from s: pgcatalog plans them
+// from what PostgreSQL prints (atlas reads neither a check on no column nor
+// NOT VALID), so atlas must not plan them too.
+func withoutChecks(s *sqlschema.Schema) {
+	for _, t := range s.Tables {
+		t.Attrs = sqlschema.RemoveAttr[*sqlschema.Check](t.Attrs)
+		for _, c := range t.Columns {
+			c.Attrs = sqlschema.RemoveAttr[*sqlschema.Check](c.Attrs)
+		}
+	}
+}

@@ -20,11 +20,31 @@ func TestPlanOrderAndProperties(t *testing.T) {
 		{"an unnamed check whose expression changes",
 			`CREATE TABLE t (a int CHECK (a > 0));`,
 			`CREATE TABLE t (a int CHECK (a > 1));`},
+		{"a check on no column",
+			`CREATE TABLE t (a int);`,
+			`CREATE TABLE t (a int, CHECK (1 > 0));`},
+		{"a new table with a check on no column",
+			``,
+			`CREATE TABLE t (a int, CHECK (1 > 0), CONSTRAINT named CHECK (a < 10) NO INHERIT);`},
+		{"a check added NOT VALID",
+			`CREATE TABLE t (a int);`,
+			`CREATE TABLE t (a int); ALTER TABLE t ADD CONSTRAINT pos CHECK (a > 0) NOT VALID;`},
+		{"a NOT VALID check validated",
+			`CREATE TABLE t (a int); ALTER TABLE t ADD CONSTRAINT pos CHECK (a > 0) NOT VALID;`,
+			`CREATE TABLE t (a int CONSTRAINT pos CHECK (a > 0));`},
+		{"an unnamed check given a name",
+			`CREATE TABLE t (a int CHECK (a > 0));`,
+			`CREATE TABLE t (a int CONSTRAINT a_positive CHECK (a > 0));`},
+		{"a check on a dropped column",
+			`CREATE TABLE t (a int CHECK (a > 0), b int);`,
+			`CREATE TABLE t (b int);`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			db, _ := e.db(t)
-			exec(t, db, c.current)
+			if c.current != "" {
+				exec(t, db, c.current)
+			}
 			converges(t, e, db, c.desired)
 		})
 	}

@@ -127,9 +127,9 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 	if err != nil {
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
-	// Both sides were read from a real PostgreSQL, so expressions compare
-	// as printed: a check whose expression changed is changed.
-	changes, err := drv.SchemaDiff(live.schema, desired.schema, sqlschema.DiffNormalized())
+	withoutChecks(live.schema)
+	withoutChecks(desired.schema)
+	changes, err := drv.SchemaDiff(live.schema, desired.schema)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
 	}
