@@ -12,6 +12,9 @@ type Step struct {
 	Reason string
 	// Drops is true when the statement removes an object (no table data).
 	Drops bool
+	// Table is the table the statement changes (a trigger, a policy, a
+	// constraint of it), "" if none.
+	Table string
 	kind  string
 	name  string
 }
@@ -31,16 +34,28 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "function", "procedure", "check constraint",
+	"extension", "domain", "composite type", "function", "procedure", "check constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
 
-// Plan plans diffs (from Diff over live and desired). rewritten names the
-// tables atlas alters or drops: views reading them are dropped before and
-// created again after, since PostgreSQL refuses to change a column a view
-// uses.
-func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planned {
+// Around is what atlas's statements change that objects planned here
+// depend on.
+type Around struct {
+	// Rewritten names the tables atlas alters or drops: views reading them
+	// are dropped before and created again after, since PostgreSQL refuses
+	// to change a column a view uses.
+	Rewritten []string
+	// Disturbed holds "table T" when atlas drops or rebuilds a key or an
+	// index of T, and "column T.c" when it drops c or changes its type: a
+	// foreign key using them is dropped before and added again after.
+	Disturbed []string
+}
+
+// Plan plans diffs (from Diff over live and desired) around atlas's
+// statements.
+func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
+	rewritten := around.Rewritten
 	var p Planned
 	liveBy, desiredBy := index(live), index(desired)
 	// The views to drop: those changed or gone, those reading a rewritten
@@ -130,8 +145,12 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 				p.Before = append(p.Before, steps...)
 				continue
 			}
-			if o.Kind == "check constraint" {
+			switch o.Kind {
+			case "check constraint":
 				p.Before, p.After = checkSteps(d, desiredBy, p.Before, p.After)
+				continue
+			case "foreign key":
+				p.Before, p.After = foreignKeySteps(d, p.Before, p.After)
 				continue
 			}
 			if !plannable(o.Kind) || o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
@@ -158,6 +177,26 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 					p.After = append(p.After, s)
 				}
 			}
+		}
+	}
+	// A foreign key left as it is, on a key or column atlas disturbs.
+	disturbed := map[string]bool{}
+	for _, k := range around.Disturbed {
+		disturbed[k] = true
+	}
+	for _, o := range live {
+		if o.Kind != "foreign key" || len(o.Deps) < 2 {
+			continue
+		}
+		if _, differs := diffByKey[o.Key()]; differs || desiredBy[o.Key()] == nil {
+			continue
+		}
+		hit := disturbed[o.Deps[1]]
+		for _, dep := range o.Deps[2:] {
+			hit = hit || disturbed[dep]
+		}
+		if hit {
+			p.Before, p.After = foreignKeySteps(Difference{Live: liveBy[o.Key()], Desired: desiredBy[o.Key()]}, p.Before, p.After)
 		}
 	}
 	// Views: drop the dependents first, create the dependencies first.
@@ -380,7 +419,7 @@ func create(o Object, replace bool) Step {
 	case "policy":
 		q = "CREATE POLICY " + o.Ident + " " + def
 	}
-	return Step{SQL: q, Reason: reason, kind: o.Kind, name: o.Ident}
+	return Step{SQL: q, Reason: reason, kind: o.Kind, name: o.Ident, Table: o.Table}
 }
 
 func drop(o Object) Step {
@@ -397,7 +436,7 @@ func drop(o Object) Step {
 	default:
 		q = "DROP " + strings.ToUpper(o.Kind) + " " + o.Ident
 	}
-	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind}
+	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind, Table: o.Table}
 }
 
 // commentTarget is the key of the object a comment is on, for comments on
@@ -527,11 +566,11 @@ func sortedKeys(m map[string]string) []string {
 func checkSteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
 	if d.Live != nil && d.Desired != nil && d.Live.Def == d.Desired.Def+" NOT VALID" {
 		return before, append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " VALIDATE CONSTRAINT " + d.Live.Ident,
-			Reason: "validates " + d.Live.String() + " (fails if a row breaks it)", kind: "check constraint"})
+			Reason: "validates " + constraintName(*d.Live) + " (fails if a row breaks it)", kind: "check constraint", Table: d.Object().Table})
 	}
 	if d.Live != nil && (d.Desired != nil || desiredBy[d.Live.Deps[0]] != nil) {
 		before = append(before, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " DROP CONSTRAINT " + d.Live.Ident,
-			Reason: "drops " + d.Live.String(), Drops: true, kind: "check constraint"})
+			Reason: "drops " + constraintName(*d.Live), Drops: true, kind: "check constraint", Table: d.Object().Table})
 	}
 	if d.Desired != nil {
 		name := ""
@@ -541,10 +580,99 @@ func checkSteps(d Difference, desiredBy map[string]*Object, before, after []Step
 			name = "CONSTRAINT " + d.Desired.Ident + " "
 		}
 		after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Desired) + " ADD " + name + d.Desired.Def,
-			Reason: "adds " + d.Desired.String() + " (fails if a row breaks it)", kind: "check constraint"})
+			Reason: "adds " + constraintName(*d.Desired) + " (fails if a row breaks it)", kind: "check constraint", Table: d.Object().Table})
 	}
 	return before, after
 }
 
-// checkTable is the table a check constraint is on, as DDL names it.
+// foreignKeySteps plans a foreign key: dropped before atlas's statements
+// (always: atlas, which no longer sees it, may drop the table it
+// references), added after them, once the key it references exists.
+func foreignKeySteps(d Difference, before, after []Step) ([]Step, []Step) {
+	if d.Live != nil {
+		before = append(before, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " DROP CONSTRAINT " + d.Live.Ident,
+			Reason: "drops " + constraintName(*d.Live), Drops: true, kind: "foreign key", Table: d.Object().Table})
+	}
+	if d.Desired != nil {
+		name := ""
+		if !strings.HasPrefix(d.Desired.Name, "<auto>:") {
+			name = "CONSTRAINT " + d.Desired.Ident + " "
+		}
+		why := "adds "
+		if d.Live != nil {
+			why = "adds again "
+		}
+		after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Desired) + " ADD " + name + d.Desired.Def,
+			Reason: why + constraintName(*d.Desired) + " (fails if a row references nothing)", kind: "foreign key", Table: d.Object().Table})
+	}
+	return before, after
+}
+
+// constraintName names a check or foreign key for a reason: by its name, or
+// by its definition when PostgreSQL names it.
+func constraintName(o Object) string {
+	if rest, ok := strings.CutPrefix(o.Name, "<auto>:"); ok {
+		i := strings.LastIndex(rest, " on ")
+		return o.Kind + " on " + rest[i+4:] + ": " + rest[:i]
+	}
+	return o.String()
+}
+
+// checkTable is the table a check constraint or foreign key is on, as DDL
+// names it.
 func checkTable(o Object) string { return strings.TrimPrefix(o.Deps[0], "table ") }
+
+// RenamePrimaryKeys plans a primary key that differs only by name (atlas
+// compares keys by their columns, not their names) as a rename, which
+// keeps the foreign keys that use it. It returns the renames, the
+// differences they correct and the differences left.
+func RenamePrimaryKeys(diffs []Difference) ([]Step, []Difference, []Difference) {
+	type side struct{ live, desired *Object }
+	byTable := map[string]*side{}
+	for _, d := range diffs {
+		o := d.Object()
+		if o.Kind != "constraint" || !strings.HasPrefix(o.Def, "p ") || len(o.Deps) == 0 {
+			continue
+		}
+		s := byTable[o.Deps[0]]
+		if s == nil {
+			s = &side{}
+			byTable[o.Deps[0]] = s
+		}
+		if d.Live != nil && d.Desired == nil {
+			s.live = d.Live
+		}
+		if d.Desired != nil && d.Live == nil {
+			s.desired = d.Desired
+		}
+	}
+	var steps []Step
+	renamed := map[*Object]bool{}
+	for _, t := range sortedSideKeys(byTable) {
+		s := byTable[t]
+		if s.live == nil || s.desired == nil || s.live.Def != s.desired.Def {
+			continue
+		}
+		renamed[s.live], renamed[s.desired] = true, true
+		steps = append(steps, Step{SQL: "ALTER TABLE " + strings.TrimPrefix(t, "table ") + " RENAME CONSTRAINT " + s.live.Ident + " TO " + s.desired.Ident,
+			Reason: "renames the primary key of " + strings.TrimPrefix(t, "table ") + " to " + s.desired.Ident, Table: s.live.Table, kind: "constraint"})
+	}
+	var done, rest []Difference
+	for _, d := range diffs {
+		if renamed[d.Live] || renamed[d.Desired] {
+			done = append(done, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	return steps, done, rest
+}
+
+func sortedSideKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

@@ -91,8 +91,23 @@ JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
 UNION ALL
-SELECT 'constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), true, k.relname, NULL::text, NULL::text
-FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition AND k.contype <> 'c'
+SELECT 'constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), true, k.relname, quote_ident(k.conname), 'table ' || k.qname
+FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition AND k.contype NOT IN ('c', 'f')
+UNION ALL
+-- foreign keys too: atlas loses MATCH FULL, DEFERRABLE and NOT VALID, and a
+-- key they reference cannot be dropped under them. Deps: the table, the
+-- referenced table, then every column on either side.
+SELECT 'foreign key', k.label || ' on ' || k.qname, pg_get_constraintdef(k.oid), false, k.relname, quote_ident(k.conname),
+       concat_ws(E'\n', 'table ' || k.qname, 'table ' || ft.qname,
+         (SELECT string_agg('column ' || k.qname || '.' || quote_ident(a.attname), E'\n' ORDER BY a.attnum)
+          FROM pg_attribute a WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)),
+         (SELECT string_agg('column ' || ft.qname || '.' || quote_ident(a.attname), E'\n' ORDER BY a.attnum)
+          FROM pg_attribute a WHERE a.attrelid = c.confrelid AND a.attnum = ANY (c.confkey)))
+FROM con k JOIN rel r ON r.qname = k.qname JOIN pg_constraint c ON c.oid = k.oid
+CROSS JOIN LATERAL (SELECT CASE WHEN f.relnamespace = (SELECT oid FROM ns) THEN quote_ident(f.relname)
+                                ELSE quote_ident(fn.nspname) || '.' || quote_ident(f.relname) END AS qname
+                    FROM pg_class f JOIN pg_namespace fn ON fn.oid = f.relnamespace WHERE f.oid = c.confrelid) ft
+WHERE NOT r.relispartition AND k.contype = 'f' AND c.conislocal
 UNION ALL
 -- checks are planned here, not by atlas: atlas reads neither a check on no
 -- column nor NOT VALID. Inherited checks come with their parent.

@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	sqlschema "ariga.io/atlas/sql/schema"
+
+	"ptah.run/operator/operator/pgcatalog"
 )
 
 // tablePartOrder orders the parts of one table's modification the way
@@ -46,14 +48,48 @@ func tablePartOrder(parts []sqlschema.Change) []sqlschema.Change {
 	return split
 }
 
-// withoutChecks removes the check constraints from s: pgcatalog plans them
-// from what PostgreSQL prints (atlas reads neither a check on no column nor
-// NOT VALID), so atlas must not plan them too.
-func withoutChecks(s *sqlschema.Schema) {
+// withoutConstraints removes the check constraints and foreign keys from s:
+// pgcatalog plans them from what PostgreSQL prints (atlas reads neither a
+// check on no column, nor NOT VALID, nor a foreign key's MATCH FULL or
+// DEFERRABLE), so atlas must not plan them too.
+func withoutConstraints(s *sqlschema.Schema) {
 	for _, t := range s.Tables {
 		t.Attrs = sqlschema.RemoveAttr[*sqlschema.Check](t.Attrs)
+		t.ForeignKeys = nil
 		for _, c := range t.Columns {
 			c.Attrs = sqlschema.RemoveAttr[*sqlschema.Check](c.Attrs)
+			c.ForeignKeys = nil
 		}
 	}
+}
+
+// around says what atlas's changes do to tables that objects pgcatalog
+// plans depend on (pgcatalog.Around).
+func around(changes []sqlschema.Change) pgcatalog.Around {
+	var a pgcatalog.Around
+	for _, c := range changes {
+		switch c := c.(type) {
+		case *sqlschema.DropTable:
+			a.Rewritten = append(a.Rewritten, quoteIdent(c.T.Name))
+		case *sqlschema.ModifyTable:
+			t := quoteIdent(c.T.Name)
+			for _, sub := range c.Changes {
+				switch sub := sub.(type) {
+				case *sqlschema.DropColumn:
+					a.Rewritten = append(a.Rewritten, t)
+					a.Disturbed = append(a.Disturbed, "column "+t+"."+quoteIdent(sub.C.Name))
+				case *sqlschema.ModifyColumn:
+					a.Rewritten = append(a.Rewritten, t)
+					if sub.Change.Is(sqlschema.ChangeType) {
+						a.Disturbed = append(a.Disturbed, "column "+t+"."+quoteIdent(sub.From.Name))
+					}
+				case *sqlschema.RenameColumn:
+					a.Rewritten = append(a.Rewritten, t)
+				case *sqlschema.DropIndex, *sqlschema.DropPrimaryKey, *sqlschema.ModifyIndex, *sqlschema.ModifyPrimaryKey:
+					a.Disturbed = append(a.Disturbed, "table "+t)
+				}
+			}
+		}
+	}
+	return a
 }

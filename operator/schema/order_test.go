@@ -1,7 +1,11 @@
 package schema
 
 import (
+	"context"
+	"strings"
 	"testing"
+
+	"ptah.run/operator/operator/report"
 )
 
 // TestPlanOrderAndProperties: each case is a change the sqldef suite found
@@ -38,6 +42,25 @@ func TestPlanOrderAndProperties(t *testing.T) {
 		{"a check on a dropped column",
 			`CREATE TABLE t (a int CHECK (a > 0), b int);`,
 			`CREATE TABLE t (b int);`},
+		{"a foreign key's MATCH FULL and DEFERRABLE",
+			`CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE c (pid int REFERENCES p (id));`,
+			`CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE c (pid int REFERENCES p (id) MATCH FULL ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED);`},
+		{"new tables referencing each other",
+			``,
+			`CREATE TABLE a (id int PRIMARY KEY, b_id int); CREATE TABLE b (id int PRIMARY KEY, a_id int REFERENCES a (id) DEFERRABLE);
+			 ALTER TABLE a ADD FOREIGN KEY (b_id) REFERENCES b (id) NOT VALID;`},
+		{"an unnamed foreign key pointed at another table",
+			`CREATE TABLE u (id int PRIMARY KEY); CREATE TABLE v (id int PRIMARY KEY); CREATE TABLE c (uid int REFERENCES u (id));`,
+			`CREATE TABLE u (id int PRIMARY KEY); CREATE TABLE v (id int PRIMARY KEY); CREATE TABLE c (uid int REFERENCES v (id));`},
+		{"a primary key a foreign key uses changes",
+			`CREATE TABLE p (id int PRIMARY KEY, t int NOT NULL); CREATE TABLE c (pid int REFERENCES p (id));`,
+			`CREATE TABLE p (id int, t int NOT NULL, CONSTRAINT p_key PRIMARY KEY (id)); CREATE TABLE c (pid int REFERENCES p (id));`},
+		{"a referenced table dropped with its foreign key",
+			`CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE c (pid int REFERENCES p (id));`,
+			`CREATE TABLE c (pid int);`},
+		{"a referenced column changes type with the referencing one",
+			`CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE c (pid int REFERENCES p (id));`,
+			`CREATE TABLE p (id bigint PRIMARY KEY); CREATE TABLE c (pid bigint REFERENCES p (id));`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -46,6 +69,27 @@ func TestPlanOrderAndProperties(t *testing.T) {
 				exec(t, db, c.current)
 			}
 			converges(t, e, db, c.desired)
+		})
+	}
+}
+
+// TestProtectedTableConstraints: the checks and foreign keys pgcatalog plans
+// are changes to their table, refused on a protected one like atlas's.
+func TestProtectedTableConstraints(t *testing.T) {
+	e := newEngine(t)
+	base := `CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE c (pid int, n int);`
+	for name, desired := range map[string]string{
+		"a check":       `CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE c (pid int, n int CHECK (n > 0));`,
+		"a foreign key": `CREATE TABLE p (id int PRIMARY KEY); CREATE TABLE c (pid int REFERENCES p (id), n int);`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base)
+			_, err := ComputePlan(context.Background(), db, files(desired), e.o(Options{Protected: []string{"c"}}))
+			if refused := wantCode(t, err, report.ProtectedTable); !strings.Contains(refused.Message, "c") {
+				t.Fatalf("message does not name the table: %s", refused.Message)
+			}
+			mustPlan(t, db, files(desired), e.o(Options{Protected: []string{"p"}}))
 		})
 	}
 }

@@ -127,8 +127,8 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 	if err != nil {
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
-	withoutChecks(live.schema)
-	withoutChecks(desired.schema)
+	withoutConstraints(live.schema)
+	withoutConstraints(desired.schema)
 	changes, err := drv.SchemaDiff(live.schema, desired.schema)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
@@ -177,7 +177,7 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if err != nil {
 		return nil, err
 	}
-	if touched := touchedProtected(cmp.changes, opts.Protected); len(touched) > 0 {
+	if touched := touchedProtected(cmp.changes, cmp.objects, opts.Protected); len(touched) > 0 {
 		return nil, report.Errorf(report.ProtectedTable, "the plan would change protected table(s) %s; no plan was written", strings.Join(touched, ", "))
 	}
 	p := &Plan{
@@ -225,38 +225,44 @@ func judge(c sqlschema.Change) (Severity, string) {
 	return sev, strings.Join(reasons, "; ")
 }
 
-// touchedProtected lists the protected tables changes would create, drop or modify.
-func touchedProtected(changes []sqlschema.Change, protected []string) []string {
+// touchedProtected lists the protected tables changes and objects would
+// create, drop or modify (a constraint, trigger or policy of theirs included).
+func touchedProtected(changes []sqlschema.Change, objects pgcatalog.Planned, protected []string) []string {
 	if len(protected) == 0 {
 		return nil
 	}
-	seen := map[string]bool{}
+	var names []string
 	for _, c := range changes {
-		var name string
 		switch c := c.(type) {
 		case *sqlschema.AddTable:
-			name = c.T.Name
+			names = append(names, c.T.Name)
 		case *sqlschema.DropTable:
-			name = c.T.Name
+			names = append(names, c.T.Name)
 		case *sqlschema.ModifyTable:
-			name = c.T.Name
+			names = append(names, c.T.Name)
 		case *sqlschema.RenameTable:
-			name = c.From.Name
-		default:
-			continue
+			names = append(names, c.From.Name)
 		}
+	}
+	for _, s := range append(slices.Clone(objects.Before), objects.After...) {
+		if s.Table != "" {
+			names = append(names, s.Table)
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range names {
 		for _, pat := range protected {
 			if ok, _ := path.Match(pat, name); ok || pat == name {
 				seen[name] = true
 			}
 		}
 	}
-	names := make([]string, 0, len(seen))
+	out := make([]string, 0, len(seen))
 	for n := range seen {
-		names = append(names, n)
+		out = append(out, n)
 	}
-	sort.Strings(names)
-	return names
+	sort.Strings(out)
+	return out
 }
 
 // ComputeDigest returns the digest p's Digest field should hold.
