@@ -2,6 +2,7 @@ package pgcatalog
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -50,6 +51,9 @@ type Around struct {
 	// index of T, and "column T.c" when it drops c or changes its type: a
 	// foreign key using them is dropped before and added again after.
 	Disturbed []string
+	// Atlas holds the keys of objects atlas's statements create ("identity
+	// T.c" of a new table's column); they are not planned here.
+	Atlas []string
 }
 
 // Plan plans diffs (from Diff over live and desired) around atlas's
@@ -151,6 +155,22 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				continue
 			case "foreign key":
 				p.Before, p.After = foreignKeySteps(d, p.Before, p.After)
+				continue
+			case "sequence":
+				p.Before, p.After = sequenceSteps(d, p.Before, p.After)
+				continue
+			case "identity":
+				if !slices.Contains(around.Atlas, o.Key()) {
+					p.Before, p.After = identitySteps(d, desiredBy, p.Before, p.After)
+				} else if d.Live == nil && !AtlasIdentity(d.Desired.Def) {
+					m := seqOptions(d.Desired.Def)
+					q := "ALTER TABLE " + checkTable(o) + " ALTER COLUMN " + o.Ident + " " + seqClause(m, true)
+					if liveBy[o.Deps[0]] == nil {
+						// A new table: atlas created it with the defaults.
+						q += " RESTART WITH " + m["start"]
+					}
+					p.After = append(p.After, Step{SQL: q, Reason: "sets the identity options of new column " + o.Name, kind: "identity", Table: o.Table})
+				}
 				continue
 			}
 			if !plannable(o.Kind) || o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
@@ -675,4 +695,102 @@ func sortedSideKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// seqOptions reads a sequence's parameters as the catalog prints them
+// ("type=bigint start=1 increment=1 min=1 max=... cache=1 cycle=f").
+func seqOptions(def string) map[string]string {
+	m := map[string]string{}
+	for _, f := range strings.Fields(def) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// seqClause writes the options of m as CREATE SEQUENCE takes them, or,
+// with set, as ALTER COLUMN ... SET takes them for an identity.
+func seqClause(m map[string]string, set bool) string {
+	parts := []string{"INCREMENT BY " + m["increment"], "MINVALUE " + m["min"], "MAXVALUE " + m["max"], "START WITH " + m["start"], "CACHE " + m["cache"]}
+	if m["cycle"] == "t" {
+		parts = append(parts, "CYCLE")
+	} else {
+		parts = append(parts, "NO CYCLE")
+	}
+	if set {
+		for i := range parts {
+			parts[i] = "SET " + parts[i]
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// sequenceSteps plans a sequence. A serial column's own sequence is created
+// and dropped by atlas with its column; only its options are changed here
+// (its type follows a column changed from serial to bigserial only so).
+func sequenceSteps(d Difference, before, after []Step) ([]Step, []Step) {
+	o := d.Object()
+	owned := strings.HasPrefix(o.Name, "owned by ")
+	switch {
+	case d.Live != nil && d.Desired != nil:
+		m := seqOptions(d.Desired.Def)
+		after = append(after, Step{SQL: "ALTER SEQUENCE " + d.Live.Ident + " AS " + m["type"] + " " + seqClause(m, false),
+			Reason: "changes the options of " + o.String(), kind: "sequence", Table: o.Table})
+	case owned:
+	case d.Desired != nil:
+		m := seqOptions(d.Desired.Def)
+		before = append(before, Step{SQL: "CREATE SEQUENCE " + d.Desired.Ident + " AS " + m["type"] + " " + seqClause(m, false),
+			Reason: "creates " + o.String(), kind: "sequence", name: d.Desired.Ident})
+	default:
+		after = append(after, Step{SQL: "DROP SEQUENCE " + d.Live.Ident, Reason: "drops " + o.String(), Drops: true, kind: "sequence"})
+	}
+	return before, after
+}
+
+// identitySteps plans an identity column's generation and sequence
+// options: dropped before atlas's statements (which may change the column),
+// added or changed after them (the column exists and is NOT NULL by then).
+func identitySteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
+	o := d.Object()
+	col := "ALTER TABLE " + checkTable(o) + " ALTER COLUMN " + o.Ident
+	generation := func(x Object) string {
+		if strings.HasPrefix(x.Def, "generated=d ") {
+			return "BY DEFAULT"
+		}
+		return "ALWAYS"
+	}
+	switch {
+	case d.Desired == nil:
+		if desiredBy["column "+o.Name] != nil {
+			before = append(before, Step{SQL: col + " DROP IDENTITY", Reason: "drops the identity of column " + o.Name, kind: "identity", Table: o.Table})
+		}
+	case d.Live == nil:
+		after = append(after, Step{SQL: col + " ADD GENERATED " + generation(*d.Desired) + " AS IDENTITY (" + seqClause(seqOptions(d.Desired.Def), false) + ")",
+			Reason: "makes column " + o.Name + " an identity", kind: "identity", Table: o.Table})
+	default:
+		q := col
+		if generation(*d.Live) != generation(*d.Desired) {
+			q += " SET GENERATED " + generation(*d.Desired)
+		}
+		lm, dm := seqOptions(d.Live.Def), seqOptions(d.Desired.Def)
+		delete(lm, "type")
+		delete(dm, "type")
+		if fmt.Sprint(lm) != fmt.Sprint(dm) {
+			q += " " + seqClause(dm, true)
+		}
+		if q != col {
+			after = append(after, Step{SQL: q, Reason: "changes the identity of column " + o.Name, kind: "identity", Table: o.Table})
+		}
+	}
+	return before, after
+}
+
+// AtlasIdentity says whether atlas writes the identity def describes as it
+// is (it writes only START WITH and INCREMENT BY, so the rest must be the
+// defaults for type).
+func AtlasIdentity(def string) bool {
+	m := seqOptions(def)
+	max := map[string]string{"smallint": "32767", "integer": "2147483647", "bigint": "9223372036854775807"}[m["type"]]
+	return m["min"] == "1" && m["max"] == max && m["cache"] == "1" && m["cycle"] == "f" && !strings.HasPrefix(m["increment"], "-") && !strings.HasPrefix(m["start"], "-") && m["start"] != "0"
 }

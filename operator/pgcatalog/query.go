@@ -151,9 +151,17 @@ SELECT 'comment on column', r.qname || '.' || quote_ident(a.attname), col_descri
 FROM rel r JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE r.relkind IN ('v', 'm', 'c', 'f') AND col_description(r.oid, a.attnum) IS NOT NULL
 UNION ALL
-SELECT 'sequence', CASE WHEN o.col IS NOT NULL THEN 'owned by ' || o.col ELSE r.qname END, sp.p, true, coalesce(o.tbl, ''), NULL::text, NULL::text
+-- sequences are planned here (atlas reads only a serial column's); a
+-- serial's own sequence is created and dropped by atlas with its column.
+SELECT 'sequence', CASE WHEN o.col IS NOT NULL THEN 'owned by ' || o.col ELSE r.qname END, sp.p, false, coalesce(o.tbl, ''), r.qname, NULL::text
 FROM rel r JOIN seqparams sp ON sp.seqrelid = r.oid LEFT JOIN owned o ON o.seq = r.oid
 WHERE r.relkind = 'S' AND coalesce(o.deptype, 'a') <> 'i'
+UNION ALL
+-- identity columns, with their sequence's options, which atlas loses
+SELECT 'identity', o.col, 'generated=' || a.attidentity::text || ' ' || sp.p, false, o.tbl, quote_ident(a.attname), 'table ' || r.qname
+FROM owned o JOIN seqparams sp ON sp.seqrelid = o.seq JOIN rel r ON r.relname = o.tbl
+JOIN pg_attribute a ON a.attrelid = r.oid AND r.qname || '.' || quote_ident(a.attname) = o.col
+WHERE o.deptype = 'i' AND NOT r.relispartition
 UNION ALL
 SELECT CASE t.typtype WHEN 'e' THEN 'enum' WHEN 'd' THEN 'domain' WHEN 'c' THEN 'composite type'
                       WHEN 'r' THEN 'range type' WHEN 'b' THEN 'base type' ELSE 'type' END,

@@ -3,6 +3,7 @@ package schema
 import (
 	"slices"
 
+	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
 
 	"ptah.run/operator/operator/pgcatalog"
@@ -92,4 +93,53 @@ func around(changes []sqlschema.Change) pgcatalog.Around {
 		}
 	}
 	return a
+}
+
+// withoutIdentities removes the identity of the columns atlas compares:
+// pgcatalog plans it with every option of its sequence (atlas writes only
+// START WITH and INCREMENT BY, and cannot add or drop an identity). A new
+// column keeps its identity in atlas's ADD COLUMN or CREATE TABLE (a NOT
+// NULL column cannot be added to rows without it), with options atlas
+// cannot write left to pgcatalog; the catalog keys of those are returned.
+func withoutIdentities(live, desired *state) []string {
+	defs := map[string]string{}
+	for _, o := range desired.objects {
+		if o.Kind == "identity" {
+			defs[o.Key()] = o.Def
+		}
+	}
+	var kept []string
+	for _, t := range desired.schema.Tables {
+		lt, _ := live.schema.Table(t.Name)
+		for _, c := range t.Columns {
+			i := slices.IndexFunc(c.Attrs, isIdentity)
+			if i < 0 {
+				continue
+			}
+			if lt != nil {
+				if _, exists := lt.Column(c.Name); exists {
+					c.Attrs = slices.Delete(c.Attrs, i, i+1)
+					continue
+				}
+			}
+			key := "identity " + quoteIdent(t.Name) + "." + quoteIdent(c.Name)
+			kept = append(kept, key)
+			if id := c.Attrs[i].(*postgres.Identity); lt == nil && !pgcatalog.AtlasIdentity(defs[key]) {
+				// A new table's is created with the defaults, which always
+				// hold, and restarted with its options: it has no rows.
+				c.Attrs[i] = &postgres.Identity{Generation: id.Generation}
+			}
+		}
+	}
+	for _, t := range live.schema.Tables {
+		for _, c := range t.Columns {
+			c.Attrs = slices.DeleteFunc(c.Attrs, isIdentity)
+		}
+	}
+	return kept
+}
+
+func isIdentity(a sqlschema.Attr) bool {
+	_, ok := a.(*postgres.Identity)
+	return ok
 }

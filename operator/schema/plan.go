@@ -129,6 +129,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 	}
 	withoutConstraints(live.schema)
 	withoutConstraints(desired.schema)
+	atlasIdentities := withoutIdentities(live, desired)
 	changes, err := drv.SchemaDiff(live.schema, desired.schema)
 	if err != nil {
 		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
@@ -144,7 +145,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 			planned++
 		}
 	}
-	objects, objectDiffs, err := planObjects(live, desired, changes, planned)
+	objects, objectDiffs, err := planObjects(live, desired, changes, planned, atlasIdentities)
 	if err != nil {
 		return nil, err
 	}

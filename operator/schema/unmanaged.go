@@ -17,7 +17,7 @@ import (
 // any catalog difference atlas did not turn into a statement
 // (report.UnplannedDifference). Objects printed the same on both sides are
 // checked and need nothing.
-func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned int) (pgcatalog.Planned, []pgcatalog.Difference, error) {
+func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned int, atlasObjects []string) (pgcatalog.Planned, []pgcatalog.Difference, error) {
 	var unmanaged, missed []pgcatalog.Difference
 	for _, d := range pgcatalog.Diff(live.objects, desired.objects) {
 		if d.Object().Managed {
@@ -27,7 +27,9 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 		}
 	}
 	renames, renamed, missed := pgcatalog.RenamePrimaryKeys(missed)
-	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, around(changes))
+	a := around(changes)
+	a.Atlas = atlasObjects
+	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, a)
 	p.Before = append(renames, p.Before...)
 	if len(p.Refused) > 0 {
 		return p, nil, report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way", kinds(p.Refused), listDiffs(p.Refused))
