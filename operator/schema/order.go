@@ -26,6 +26,8 @@ func tablePartOrder(parts []sqlschema.Change) []sqlschema.Change {
 			split = append(split, &sqlschema.DropForeignKey{F: c.From}, &sqlschema.AddForeignKey{F: c.To})
 		case *sqlschema.ModifyCheck:
 			split = append(split, &sqlschema.DropCheck{C: c.From}, &sqlschema.AddCheck{C: c.To})
+		case *sqlschema.ModifyColumn:
+			split = append(split, retype(c)...)
 		default:
 			split = append(split, c)
 		}
@@ -142,4 +144,55 @@ func withoutIdentities(live, desired *state) []string {
 func isIdentity(a sqlschema.Attr) bool {
 	_, ok := a.(*postgres.Identity)
 	return ok
+}
+
+// retype gives a type change PostgreSQL cannot make by assignment (to or
+// from an enum, from a string type to another kind, between integer and
+// boolean) the USING cast atlas leaves out. Around such a change, and any
+// change of an enum column's type, the column's default is dropped first
+// (PostgreSQL refuses to cast it, and a default naming the old enum keeps
+// that type from being dropped) and set again after.
+func retype(c *sqlschema.ModifyColumn) []sqlschema.Change {
+	if !c.Change.Is(sqlschema.ChangeType) {
+		return []sqlschema.Change{c}
+	}
+	from, to := c.From.Type.Type, c.To.Type.Type
+	_, fromEnum := from.(*sqlschema.EnumType)
+	toEnum, isToEnum := to.(*sqlschema.EnumType)
+	_, fromString := from.(*sqlschema.StringType)
+	_, toString := to.(*sqlschema.StringType)
+	_, fromInt := from.(*sqlschema.IntegerType)
+	_, toInt := to.(*sqlschema.IntegerType)
+	_, fromBool := from.(*sqlschema.BoolType)
+	_, toBool := to.(*sqlschema.BoolType)
+	var target string
+	switch {
+	case isToEnum:
+		target = quoteIdent(toEnum.T)
+	case fromString && !toString && !fromEnum, fromInt && toBool, fromBool && toInt, fromEnum && !toString:
+		f, err := postgres.FormatType(to)
+		if err != nil {
+			return []sqlschema.Change{c}
+		}
+		target = f
+	}
+	if target != "" && !slices.ContainsFunc(c.Extra, func(a sqlschema.Clause) bool { _, ok := a.(*postgres.ConvertUsing); return ok }) {
+		col := quoteIdent(c.From.Name)
+		if fromEnum || fromString {
+			// Through text: an enum casts to another enum only so.
+			col += "::text"
+		}
+		c.Extra = append(c.Extra, &postgres.ConvertUsing{X: col + "::" + target})
+	}
+	if (target == "" && !fromEnum) || c.From.Default == nil {
+		return []sqlschema.Change{c}
+	}
+	bare := *c.From
+	bare.Default = nil
+	dropDefault := &sqlschema.ModifyColumn{From: c.From, To: &bare, Change: sqlschema.ChangeDefault}
+	rest := &sqlschema.ModifyColumn{From: &bare, To: c.To, Change: c.Change &^ sqlschema.ChangeDefault, Extra: c.Extra}
+	if c.To.Default != nil {
+		rest.Change |= sqlschema.ChangeDefault
+	}
+	return []sqlschema.Change{dropDefault, rest}
 }

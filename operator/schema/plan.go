@@ -159,7 +159,7 @@ func splitTableChanges(changes []sqlschema.Change) []sqlschema.Change {
 	var out []sqlschema.Change
 	for _, c := range changes {
 		m, ok := c.(*sqlschema.ModifyTable)
-		if !ok || len(m.Changes) < 2 {
+		if !ok {
 			out = append(out, c)
 			continue
 		}
