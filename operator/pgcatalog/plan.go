@@ -644,10 +644,12 @@ func checkTable(o Object) string { return strings.TrimPrefix(o.Deps[0], "table "
 
 // RenamePrimaryKeys plans a primary key that differs only by name (atlas
 // compares keys by their columns, not their names) as a rename, which
-// keeps the foreign keys that use it. It returns the renames, the
+// keeps the foreign keys that use it; and a named key atlas creates (it
+// writes no name: PostgreSQL calls it T_pkey) is renamed after. It returns
+// the renames to run before atlas's statements and after them, the
 // differences they correct and the differences left.
-func RenamePrimaryKeys(diffs []Difference) ([]Step, []Difference, []Difference) {
-	type side struct{ live, desired *Object }
+func RenamePrimaryKeys(diffs []Difference) ([]Step, []Step, []Difference, []Difference) {
+	type side struct{ live, desired, changed *Object }
 	byTable := map[string]*side{}
 	for _, d := range diffs {
 		o := d.Object()
@@ -665,6 +667,10 @@ func RenamePrimaryKeys(diffs []Difference) ([]Step, []Difference, []Difference) 
 		if d.Desired != nil && d.Live == nil {
 			s.desired = d.Desired
 		}
+		if d.Desired != nil && d.Live != nil {
+			// atlas drops it and adds it again, unnamed.
+			s.changed = d.Desired
+		}
 	}
 	var steps []Step
 	renamed := map[*Object]bool{}
@@ -677,6 +683,23 @@ func RenamePrimaryKeys(diffs []Difference) ([]Step, []Difference, []Difference) 
 		steps = append(steps, Step{SQL: "ALTER TABLE " + strings.TrimPrefix(t, "table ") + " RENAME CONSTRAINT " + s.live.Ident + " TO " + s.desired.Ident,
 			Reason: "renames the primary key of " + strings.TrimPrefix(t, "table ") + " to " + s.desired.Ident, Table: s.live.Table, kind: "constraint"})
 	}
+	var after []Step
+	for _, t := range sortedSideKeys(byTable) {
+		s := byTable[t]
+		want := s.desired
+		if want == nil || renamed[want] {
+			want = s.changed
+		}
+		if want == nil || strings.HasPrefix(want.Name, "<auto>:") {
+			continue
+		}
+		table := strings.TrimPrefix(t, "table ")
+		if want == s.desired {
+			renamed[want] = true
+		}
+		after = append(after, Step{SQL: "ALTER TABLE " + table + " RENAME CONSTRAINT " + quoteIdent(want.Table+"_pkey") + " TO " + want.Ident,
+			Reason: "names the primary key of " + table + " " + want.Ident, Table: want.Table, kind: "constraint"})
+	}
 	var done, rest []Difference
 	for _, d := range diffs {
 		if renamed[d.Live] || renamed[d.Desired] {
@@ -685,7 +708,17 @@ func RenamePrimaryKeys(diffs []Difference) ([]Step, []Difference, []Difference) 
 			rest = append(rest, d)
 		}
 	}
-	return steps, done, rest
+	return steps, after, done, rest
+}
+
+// quoteIdent quotes a name PostgreSQL generated unless it is a plain one.
+func quoteIdent(s string) string {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+		}
+	}
+	return s
 }
 
 func sortedSideKeys[V any](m map[string]V) []string {

@@ -26,16 +26,22 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 			unmanaged = append(unmanaged, d)
 		}
 	}
-	renames, renamed, missed := pgcatalog.RenamePrimaryKeys(missed)
+	renames, named, renamed, missed := pgcatalog.RenamePrimaryKeys(missed)
 	a := around(changes)
 	a.Atlas = atlasObjects
 	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, a)
 	p.Before = append(renames, p.Before...)
+	p.After = append(p.After, named...)
 	if len(p.Refused) > 0 {
 		return p, nil, report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way", kinds(p.Refused), listDiffs(p.Refused))
 	}
 	if atlasPlanned+p.Len() == 0 && len(missed) > 0 {
 		return p, nil, report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan: %s; no plan was written (an empty plan would claim they are in sync)", listDiffs(missed))
+	}
+	if atlasPlanned+p.Len() == 0 && live.fingerprint != desired.fingerprint {
+		// The last word on "in sync": nothing planned, yet the two states
+		// do not print the same.
+		return p, nil, report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan (fingerprint %s, desired %s, though no object differs by name); no plan was written (an empty plan would claim they are in sync)", live.fingerprint, desired.fingerprint)
 	}
 	return p, append(unmanaged, renamed...), nil
 }
