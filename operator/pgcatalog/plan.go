@@ -120,6 +120,13 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 			}
 		}
 	}
+	// The constraint names the database holds, by table.
+	taken := map[string]bool{}
+	for _, o := range live {
+		if (o.Kind == "check constraint" || o.Kind == "foreign key" || o.Kind == "constraint") && o.Table != "" {
+			taken[o.Table+" "+o.Ident] = true
+		}
+	}
 	var comments []Step
 	for _, d := range diffs {
 		o := d.Object()
@@ -151,10 +158,10 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 			}
 			switch o.Kind {
 			case "check constraint":
-				p.Before, p.After = checkSteps(d, desiredBy, p.Before, p.After)
+				p.Before, p.After = checkSteps(d, desiredBy, taken, p.Before, p.After)
 				continue
 			case "foreign key":
-				p.Before, p.After = foreignKeySteps(d, p.Before, p.After)
+				p.Before, p.After = foreignKeySteps(d, taken, p.Before, p.After)
 				continue
 			case "sequence":
 				p.Before, p.After = sequenceSteps(d, p.Before, p.After)
@@ -216,7 +223,7 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 			hit = hit || disturbed[dep]
 		}
 		if hit {
-			p.Before, p.After = foreignKeySteps(Difference{Live: liveBy[o.Key()], Desired: desiredBy[o.Key()]}, p.Before, p.After)
+			p.Before, p.After = foreignKeySteps(Difference{Live: liveBy[o.Key()], Desired: desiredBy[o.Key()]}, taken, p.Before, p.After)
 		}
 	}
 	// Views: drop the dependents first, create the dependencies first.
@@ -583,7 +590,7 @@ func sortedKeys(m map[string]string) []string {
 // (a column it reads may be dropped there), added after them (it may read
 // a column added there). A check whose table is gone goes with it. A check
 // that only loses NOT VALID is validated in place.
-func checkSteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
+func checkSteps(d Difference, desiredBy map[string]*Object, taken map[string]bool, before, after []Step) ([]Step, []Step) {
 	if d.Live != nil && d.Desired != nil && d.Live.Def == d.Desired.Def+" NOT VALID" {
 		return before, append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " VALIDATE CONSTRAINT " + d.Live.Ident,
 			Reason: "validates " + constraintName(*d.Live) + " (fails if a row breaks it)", kind: "check constraint", Table: d.Object().Table})
@@ -593,13 +600,7 @@ func checkSteps(d Difference, desiredBy map[string]*Object, before, after []Step
 			Reason: "drops " + constraintName(*d.Live), Drops: true, kind: "check constraint", Table: d.Object().Table})
 	}
 	if d.Desired != nil {
-		name := ""
-		if !strings.HasPrefix(d.Desired.Name, "<auto>:") {
-			// An unnamed check is left for PostgreSQL to name, as it
-			// named the desired one.
-			name = "CONSTRAINT " + d.Desired.Ident + " "
-		}
-		after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Desired) + " ADD " + name + d.Desired.Def,
+		after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Desired) + " ADD " + constraintClause(d, taken) + d.Desired.Def,
 			Reason: "adds " + constraintName(*d.Desired) + " (fails if a row breaks it)", kind: "check constraint", Table: d.Object().Table})
 	}
 	return before, after
@@ -608,16 +609,13 @@ func checkSteps(d Difference, desiredBy map[string]*Object, before, after []Step
 // foreignKeySteps plans a foreign key: dropped before atlas's statements
 // (always: atlas, which no longer sees it, may drop the table it
 // references), added after them, once the key it references exists.
-func foreignKeySteps(d Difference, before, after []Step) ([]Step, []Step) {
+func foreignKeySteps(d Difference, taken map[string]bool, before, after []Step) ([]Step, []Step) {
 	if d.Live != nil {
 		before = append(before, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " DROP CONSTRAINT " + d.Live.Ident,
 			Reason: "drops " + constraintName(*d.Live), Drops: true, kind: "foreign key", Table: d.Object().Table})
 	}
 	if d.Desired != nil {
-		name := ""
-		if !strings.HasPrefix(d.Desired.Name, "<auto>:") {
-			name = "CONSTRAINT " + d.Desired.Ident + " "
-		}
+		name := constraintClause(d, taken)
 		why := "adds "
 		if d.Live != nil {
 			why = "adds again "
@@ -626,6 +624,17 @@ func foreignKeySteps(d Difference, before, after []Step) ([]Step, []Step) {
 			Reason: why + constraintName(*d.Desired) + " (fails if a row references nothing)", kind: "foreign key", Table: d.Object().Table})
 	}
 	return before, after
+}
+
+// constraintClause is "CONSTRAINT name " naming an added constraint as the
+// desired side names it (a comment may name it), or "" for PostgreSQL to
+// name it when that name is a generated one the table already holds.
+func constraintClause(d Difference, taken map[string]bool) string {
+	o := *d.Desired
+	if strings.HasPrefix(o.Name, "<auto>:") && taken[o.Table+" "+o.Ident] && (d.Live == nil || d.Live.Ident != o.Ident) {
+		return ""
+	}
+	return "CONSTRAINT " + o.Ident + " "
 }
 
 // constraintName names a check or foreign key for a reason: by its name, or

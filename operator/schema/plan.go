@@ -134,6 +134,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 	if err != nil {
 		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
 	}
+	changes, defaults, defaultDiffs := columnDefaults(changes, live, desired)
 	changes = splitTableChanges(changes)
 	plan, err := drv.PlanChanges(ctx, "ptah", changes)
 	if err != nil {
@@ -145,10 +146,12 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*
 			planned++
 		}
 	}
-	objects, objectDiffs, err := planObjects(live, desired, changes, planned, atlasIdentities)
+	objects, objectDiffs, err := planObjects(live, desired, changes, planned+len(defaults), atlasIdentities)
 	if err != nil {
 		return nil, err
 	}
+	objects.After = append(objects.After, defaults...)
+	objectDiffs = append(objectDiffs, defaultDiffs...)
 	return &comparison{live: live, desired: desired, changes: changes, plan: plan, objects: objects, objectDiffs: objectDiffs}, nil
 }
 

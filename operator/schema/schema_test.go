@@ -160,7 +160,7 @@ func TestSchemaEngine(t *testing.T) {
 			}
 		}
 		// The foreign key is added once both tables exist, as pg_dump does.
-		if last := p.Statements[len(p.Statements)-1]; last.SQL != "ALTER TABLE orders ADD FOREIGN KEY (customer_id) REFERENCES customers(id)" {
+		if last := p.Statements[len(p.Statements)-1]; last.SQL != "ALTER TABLE orders ADD CONSTRAINT orders_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES customers(id)" {
 			t.Errorf("last statement: %+v", last)
 		}
 		if idx := p.Statements[len(p.Statements)-2]; !strings.HasPrefix(idx.SQL, "CREATE INDEX") || idx.Reason != "creates an index of new table orders" {

@@ -38,11 +38,6 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 	if atlasPlanned+p.Len() == 0 && len(missed) > 0 {
 		return p, nil, report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan: %s; no plan was written (an empty plan would claim they are in sync)", listDiffs(missed))
 	}
-	if atlasPlanned+p.Len() == 0 && live.fingerprint != desired.fingerprint {
-		// The last word on "in sync": nothing planned, yet the two states
-		// do not print the same.
-		return p, nil, report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan (fingerprint %s, desired %s, though no object differs by name); no plan was written (an empty plan would claim they are in sync)", live.fingerprint, desired.fingerprint)
-	}
 	return p, append(unmanaged, renamed...), nil
 }
 
