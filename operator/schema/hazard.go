@@ -376,8 +376,12 @@ func isIdent(c byte) bool {
 }
 
 // stepStatement is a statement of the objects atlas does not manage
-// (pgcatalog), with its hazards: none of them deletes table data.
-func stepStatement(st pgcatalog.Step) Statement {
+// (pgcatalog), with its hazards. None of them deletes table data: a check
+// or foreign key dropped loses no row; a sequence dropped loses its
+// position, as atlas's own sequence drops do (hazardsOf). newTable says
+// the statement changes a table the plan creates, which holds no rows and
+// which nobody else uses yet, so it risks nothing.
+func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 	s := hazardSet{}
 	if st.Validates {
 		s.add(HazardMayFail)
@@ -390,6 +394,31 @@ func stepStatement(st pgcatalog.Step) Statement {
 		if st.Drops {
 			s.add(HazardAccessExclusiveLock)
 		}
+	case "check constraint":
+		// ADD and DROP CONSTRAINT lock the table; VALIDATE CONSTRAINT
+		// takes SHARE UPDATE EXCLUSIVE, under which reads and writes go on.
+		if !strings.Contains(st.SQL, " VALIDATE CONSTRAINT ") {
+			s.add(HazardAccessExclusiveLock)
+		}
+	case "foreign key":
+		// Adding one takes SHARE ROW EXCLUSIVE on both tables (writes
+		// wait, reads do not); dropping one ACCESS EXCLUSIVE on both.
+		if st.Drops {
+			s.add(HazardAccessExclusiveLock)
+		}
+	case "identity", "constraint", "":
+		// ALTER COLUMN ... IDENTITY, RENAME CONSTRAINT and ALTER COLUMN
+		// SET DEFAULT are ALTER TABLE under its lock.
+		if st.Table != "" {
+			s.add(HazardAccessExclusiveLock)
+		}
+	case "sequence":
+		if st.Drops {
+			s.add(HazardDeletesData)
+		}
+	}
+	if newTable {
+		s = hazardSet{}
 	}
 	hs := s.list()
 	return Statement{SQL: st.SQL, Severity: severityOf(hs), Reason: st.Reason, Hazards: hs}

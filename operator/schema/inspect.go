@@ -41,6 +41,12 @@ type state struct {
 	missing bool
 }
 
+// hasTable says whether the schema holds table name.
+func (st *state) hasTable(name string) bool {
+	_, ok := st.schema.Table(name)
+	return ok
+}
+
 // invalidIndexes is the invalid indexes of every schema of the side.
 func (s *side) invalidIndexes() []invalidIndex {
 	var out []invalidIndex
@@ -158,7 +164,7 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 
 // crossSchemaDeps adds to the views of schema name the relations of the
 // other managed schemas they read (pgcatalog records those of the schema
-// itself), qualified, as rewrittenTables names them.
+// itself), qualified, as around names them.
 func crossSchemaDeps(ctx context.Context, tx *sql.Tx, name string, schemas []string, objects []pgcatalog.Object) error {
 	rows, err := tx.QueryContext(ctx, `
 SELECT DISTINCT CASE v.relkind WHEN 'v' THEN 'view ' ELSE 'materialized view ' END || quote_ident(v.relname),

@@ -172,7 +172,10 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 // schemaObjects is the statements pgcatalog planned for one managed
 // schema; they run under that schema's search path.
 type schemaObjects struct {
-	schema  string
+	schema string
+	// live is the schema as the database holds it: a statement on a table
+	// it lacks changes a table the plan creates, empty and unused.
+	live    *state
 	planned pgcatalog.Planned
 }
 
@@ -183,6 +186,12 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	}
 	var changes []sqlschema.Change
 	var created, invalid, dropped []Statement
+	// Per schema: the identities atlas keeps (see withoutIdentities), and
+	// the column defaults set as PostgreSQL prints them (columnDefaults).
+	atlasIdentities := make([][]string, len(live.schemas))
+	defaults := make([][]pgcatalog.Step, len(live.schemas))
+	defaultDiffs := make([][]pgcatalog.Difference, len(live.schemas))
+	nDefaults := 0
 	for i, l := range live.schemas {
 		d := desired.schemas[i]
 		if d.missing && l.missing {
@@ -209,10 +218,15 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 			created = append(created, Statement{SQL: "CREATE SCHEMA " + quoteIdent(l.name), Severity: Safe, Reason: "creates schema " + l.name})
 			l.objects = []pgcatalog.Object{{Kind: "comment on schema", Name: quoteIdent(l.name)}}
 		}
+		withoutConstraints(l.schema)
+		withoutConstraints(d.schema)
+		atlasIdentities[i] = withoutIdentities(l, d)
 		c, err := drv.SchemaDiff(l.schema, d.schema)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s against the desired schema: %w", l.name, err)
 		}
+		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
+		nDefaults += len(defaults[i])
 		changes = append(changes, c...)
 		invalid = append(invalid, dropInvalid(l.name, l.invalid, opts.ConcurrentIndexes)...)
 	}
@@ -237,29 +251,33 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 			planned++
 		}
 	}
+	planned += nDefaults
 	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid, dropped: dropped}
 	for i, l := range live.schemas {
-		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned)
+		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned, atlasIdentities[i])
 		if err != nil {
 			return nil, err
 		}
-		cmp.objects = append(cmp.objects, schemaObjects{schema: l.name, planned: objects})
+		objects.After = append(objects.After, defaults[i]...)
+		cmp.objects = append(cmp.objects, schemaObjects{schema: l.name, live: l, planned: objects})
 		cmp.objectDiffs = append(cmp.objectDiffs, objectDiffs...)
+		cmp.objectDiffs = append(cmp.objectDiffs, defaultDiffs[i]...)
 	}
 	return cmp, nil
 }
 
 // splitTableChanges gives each part of a table modification its own change,
-// so each becomes its own statement with its own severity.
+// so each becomes its own statement with its own severity, in the order
+// PostgreSQL would run them as one ALTER TABLE (tablePartOrder).
 func splitTableChanges(changes []sqlschema.Change) []sqlschema.Change {
 	var out []sqlschema.Change
 	for _, c := range changes {
 		m, ok := c.(*sqlschema.ModifyTable)
-		if !ok || len(m.Changes) < 2 {
+		if !ok {
 			out = append(out, c)
 			continue
 		}
-		for _, sub := range m.Changes {
+		for _, sub := range tablePartOrder(m.Changes) {
 			out = append(out, &sqlschema.ModifyTable{T: m.T, Changes: []sqlschema.Change{sub}})
 		}
 	}
@@ -274,7 +292,7 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if err != nil {
 		return nil, err
 	}
-	if touched := touchedProtected(cmp.changes, opts.Protected); len(touched) > 0 {
+	if touched := touchedProtected(cmp.changes, cmp.objects, opts.Protected); len(touched) > 0 {
 		return nil, report.Errorf(report.ProtectedTable, "the plan would change protected table(s) %s; no plan was written", strings.Join(touched, ", "))
 	}
 	managed := opts.managed()
@@ -292,18 +310,18 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if len(managed) > 1 || managed[0] != Managed {
 		p.Schemas = slices.Clone(managed)
 	}
-	steps := func(schema string, ss []pgcatalog.Step) {
+	steps := func(o schemaObjects, ss []pgcatalog.Step) {
 		for _, s := range ss {
-			st := stepStatement(s)
+			st := stepStatement(s, s.Table != "" && !o.live.hasTable(s.Table))
 			if p.Schemas != nil {
-				st.Schema = schema
+				st.Schema = o.schema
 			}
 			p.Statements = append(p.Statements, st)
 		}
 	}
 	p.Statements = append(append(p.Statements, cmp.created...), cmp.invalid...)
 	for _, o := range cmp.objects {
-		steps(o.schema, o.planned.Before)
+		steps(o, o.planned.Before)
 	}
 	for _, c := range cmp.plan.Changes {
 		if c.Cmd == "" {
@@ -318,7 +336,7 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
 	for _, o := range createOrder(cmp) {
-		steps(o.schema, o.planned.After)
+		steps(o, o.planned.After)
 	}
 	p.Statements = append(p.Statements, cmp.dropped...)
 	for _, s := range p.Statements {
@@ -376,12 +394,30 @@ func judge(c sqlschema.Change) string {
 	return strings.Join(reasons, "; ")
 }
 
-// touchedProtected lists the protected tables changes would create, drop or modify.
-func touchedProtected(changes []sqlschema.Change, protected []string) []string {
+// touchedProtected lists the protected tables changes and objects would
+// create, drop or modify (a constraint, trigger or policy of theirs
+// included). A table of a schema other than public is shown qualified.
+func touchedProtected(changes []sqlschema.Change, objects []schemaObjects, protected []string) []string {
 	if len(protected) == 0 {
 		return nil
 	}
 	seen := map[string]bool{}
+	touch := func(schemaName, table string) {
+		shown, full := table, schemaName+"."+table
+		if schemaName != Managed {
+			shown = full
+		}
+		for _, pat := range protected {
+			// An unqualified pattern protects the table in every schema.
+			target := full
+			if !strings.Contains(pat, ".") {
+				target = table
+			}
+			if ok, _ := path.Match(pat, target); ok || pat == target {
+				seen[shown] = true
+			}
+		}
+	}
 	for _, c := range changes {
 		var t *sqlschema.Table
 		switch c := c.(type) {
@@ -400,27 +436,21 @@ func touchedProtected(changes []sqlschema.Change, protected []string) []string {
 		if t.Schema != nil {
 			schemaName = t.Schema.Name
 		}
-		shown, full := t.Name, schemaName+"."+t.Name
-		if schemaName != Managed {
-			shown = full
-		}
-		for _, pat := range protected {
-			// An unqualified pattern protects the table in every schema.
-			target := full
-			if !strings.Contains(pat, ".") {
-				target = t.Name
-			}
-			if ok, _ := path.Match(pat, target); ok || pat == target {
-				seen[shown] = true
+		touch(schemaName, t.Name)
+	}
+	for _, o := range objects {
+		for _, s := range append(slices.Clone(o.planned.Before), o.planned.After...) {
+			if s.Table != "" {
+				touch(o.schema, s.Table)
 			}
 		}
 	}
-	names := make([]string, 0, len(seen))
+	out := make([]string, 0, len(seen))
 	for n := range seen {
-		names = append(names, n)
+		out = append(out, n)
 	}
-	sort.Strings(names)
-	return names
+	sort.Strings(out)
+	return out
 }
 
 // ComputeDigest returns the digest p's Digest field should hold.

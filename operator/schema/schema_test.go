@@ -155,13 +155,17 @@ func TestSchemaEngine(t *testing.T) {
 			}
 			joined += s.SQL + "\n"
 		}
-		for _, want := range []string{`CREATE TABLE "public"."customers"`, `CREATE TABLE "public"."orders"`, `REFERENCES "public"."customers"`, `CREATE INDEX "orders_customer_idx"`} {
+		for _, want := range []string{`CREATE TABLE "public"."customers"`, `CREATE TABLE "public"."orders"`, `CREATE INDEX "orders_customer_idx"`} {
 			if !strings.Contains(joined, want) {
 				t.Errorf("plan lacks %s:\n%s", want, joined)
 			}
 		}
-		if last := p.Statements[len(p.Statements)-1]; !strings.HasPrefix(last.SQL, "CREATE INDEX") || last.Reason != "creates an index of new table orders" {
-			t.Errorf("index statement: %+v", last)
+		// The foreign key is added once both tables exist, as pg_dump does.
+		if last := p.Statements[len(p.Statements)-1]; last.SQL != "ALTER TABLE orders ADD CONSTRAINT orders_customer_id_fkey FOREIGN KEY (customer_id) REFERENCES customers(id)" {
+			t.Errorf("last statement: %+v", last)
+		}
+		if idx := p.Statements[len(p.Statements)-2]; !strings.HasPrefix(idx.SQL, "CREATE INDEX") || idx.Reason != "creates an index of new table orders" {
+			t.Errorf("index statement: %+v", idx)
 		}
 		if strings.Contains(joined, "ptah_dev_") {
 			t.Errorf("plan names the comparison database:\n%s", joined)
