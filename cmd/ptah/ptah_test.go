@@ -294,6 +294,32 @@ func TestSchemaCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("hazards are printed; --schema keeps other schemas; --concurrent-indexes builds outside the transaction", func(t *testing.T) {
+		hzURL := pg.CreateDatabase(t, "hazards")
+		c.secrets = append(c.secrets, mustPassword(t, hzURL))
+		schemas := []string{"--url", hzURL, "--schema", "public", "--schema", "billing"}
+		v1 := write(t, dir, "billing1.sql", "CREATE SCHEMA billing;\nCREATE TABLE billing.inv (id int PRIMARY KEY, total int);\n")
+		p1 := filepath.Join(dir, "billing1.json")
+		o := c.run(append([]string{"schema", "plan", "--schema-file", v1, "--output", p1, "--json"}, schemas...)...).want(t, 0, "")
+		if s, _ := o.result()["schemas"].([]any); len(s) != 2 {
+			t.Fatalf("plan schemas: %s", o.stdout)
+		}
+		c.run("schema", "apply", "--url", hzURL, "--plan", p1, "--auto-approve", "--json").want(t, 0, "")
+		v2 := write(t, dir, "billing2.sql", "CREATE SCHEMA billing;\nCREATE TABLE billing.inv (id int PRIMARY KEY, total int NOT NULL);\nCREATE INDEX inv_total ON billing.inv (total);\n")
+		p2 := filepath.Join(dir, "billing2.json")
+		o = c.run(append([]string{"schema", "plan", "--schema-file", v2, "--concurrent-indexes", "--output", p2}, schemas...)...)
+		for _, want := range []string{"-- plan sha256:", "--   hazards: may-fail, access-exclusive-lock\nALTER TABLE \"billing\".\"inv\"", "--   runs outside the transaction\nCREATE INDEX CONCURRENTLY"} {
+			if o.code != 0 || !strings.Contains(o.stdout, want) {
+				t.Fatalf("text plan (exit %d) lacks %q:\n%s%s", o.code, want, o.stdout, o.stderr)
+			}
+		}
+		c.run("schema", "apply", "--url", hzURL, "--plan", p2, "--auto-approve", "--json").want(t, 0, "")
+		c.run(append([]string{"schema", "drift", "--schema-file", v2, "--json"}, schemas...)...).want(t, 0, "")
+		// Without --schema billing, the desired SQL declares a schema ptah
+		// would not keep.
+		c.run("schema", "plan", "--url", hzURL, "--schema-file", v2, "--json").want(t, 2, report.UnmanagedObject)
+	})
+
 	t.Run("malformed SQL names file and line", func(t *testing.T) {
 		bad := write(t, dir, "broken.sql", "CREATE TABLE a (id int);\n\nCREATE TABLE b (id int,,);\n")
 		o := c.run("schema", "plan", "--schema-file", bad, "--json").want(t, 2, report.Parse)

@@ -116,6 +116,7 @@ func schemaPull(fs *flag.FlagSet) action {
 // desiredFlags are the flags of the commands that compare with a desired schema.
 type desiredFlags struct {
 	files     *stringList
+	schemas   *stringList
 	exclude   *stringList
 	devURL    *string
 	throwaway *bool
@@ -125,6 +126,7 @@ type desiredFlags struct {
 func newDesiredFlags(fs *flag.FlagSet) desiredFlags {
 	return desiredFlags{
 		files:     listFlag(fs, "schema-file", "desired-state SQL file, repeatable; run in this order"),
+		schemas:   listFlag(fs, "schema", "database schema ptah keeps, repeatable (default public alone); the objects of any other schema are neither planned nor dropped"),
 		exclude:   listFlag(fs, "exclude", "atlas glob of objects to leave alone (\"t\", \"t.c\", \"audit_*\"), repeatable"),
 		devURL:    fs.String("dev-url", "", "dev database: a PostgreSQL server other than the target's, where each run loads the desired SQL into a fresh database and drops it; its role needs CREATEDB (default $"+devdb.URLEnv+")"),
 		throwaway: fs.Bool("dev-throwaway", false, "start a throwaway PostgreSQL (initdb and postgres from PATH or /usr/lib/postgresql/*/bin, unix socket only, removed after) as the dev database"),
@@ -136,6 +138,7 @@ func newDesiredFlags(fs *flag.FlagSet) desiredFlags {
 // first with --dev-throwaway); close releases them.
 func (d desiredFlags) open(ctx context.Context) (db *database.DB, opts schema.Options, close func(), err error) {
 	opts.Exclude = *d.exclude
+	opts.Schemas = *d.schemas
 	devURL := *d.devURL
 	if devURL == "" && !*d.throwaway {
 		devURL = os.Getenv(devdb.URLEnv)
@@ -183,7 +186,11 @@ func (p planText) Text() string {
 	}
 	fmt.Fprintf(&b, "-- plan %s: %d statement(s), %s\n-- base %s\n-- desired %s\n", p.Digest, len(p.Statements), kind, p.BaseFingerprint, p.DesiredFingerprint)
 	for _, s := range p.Statements {
-		fmt.Fprintf(&b, "-- %s: %s\n%s;\n", s.Severity, s.Reason, s.SQL)
+		fmt.Fprintf(&b, "-- %s: %s\n", s.Severity, s.Reason)
+		if h := schema.HazardLine(s); h != "" {
+			fmt.Fprintf(&b, "--   %s\n", h)
+		}
+		fmt.Fprintf(&b, "%s;\n", s.SQL)
 	}
 	return b.String()
 }
@@ -192,6 +199,7 @@ func schemaPlan(fs *flag.FlagSet) action {
 	d := newDesiredFlags(fs)
 	protected := listFlag(fs, "protected-table", "table name or glob the plan may not touch, repeatable")
 	output := fs.String("output", "", "write the plan document to this file")
+	concurrent := fs.Bool("concurrent-indexes", false, "build and drop the indexes of existing tables with CONCURRENTLY, each outside the plan's transaction, so writes go on")
 	return func(ctx context.Context, args []string) (any, bool, error) {
 		if err := noArgs(args); err != nil {
 			return nil, false, err
@@ -206,6 +214,7 @@ func schemaPlan(fs *flag.FlagSet) action {
 		}
 		defer closeDBs()
 		opts.Protected = *protected
+		opts.ConcurrentIndexes = *concurrent
 		p, err := schema.ComputePlan(ctx, db, files, opts)
 		if err != nil {
 			return nil, false, err

@@ -98,9 +98,13 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 	if c.Type != v1alpha1.OperationResolve && s.Status.Source != nil && s.Status.Source.ResolvedDigest != "" {
 		op.OCIRef = pinned(s.Spec.Desired.OCIRef, s.Status.Source.ResolvedDigest)
 	}
+	if c.Type == v1alpha1.OperationObserve || c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof {
+		op.Schemas = s.Spec.Schemas
+	}
 	switch c.Type {
 	case v1alpha1.OperationPlan, v1alpha1.OperationProof:
 		op.ProtectedTables = s.Spec.Policy.ProtectedTables
+		op.ConcurrentIndexes = s.Spec.Policy.Indexes == v1alpha1.IndexesConcurrently
 	case v1alpha1.OperationApply:
 		if p := s.Status.Plan; p != nil {
 			op.Plan, op.PlanDigest = p.Name, p.Digest

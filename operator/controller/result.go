@@ -233,6 +233,7 @@ func (r *SchemaReconciler) publish(ctx context.Context, s *v1alpha1.PtahSchema, 
 			DesiredFingerprint: pr.DesiredFingerprint,
 			Digest:             pr.Digest,
 			Destructive:        pr.Destructive,
+			Schemas:            pr.Schemas,
 			Statements:         pr.Statements,
 		},
 	}
@@ -611,7 +612,7 @@ func (r *SchemaReconciler) applyInputs(ctx context.Context, s *v1alpha1.PtahSche
 	}
 	if err == nil && p.Spec.Digest == s.Status.Plan.Digest {
 		_, err = runner.PlanDocument(&v1alpha1.PlanResult{Fingerprint: p.Spec.Fingerprint, BaseFingerprint: p.Spec.BaseFingerprint,
-			DesiredFingerprint: p.Spec.DesiredFingerprint, Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Statements: p.Spec.Statements}, nil)
+			DesiredFingerprint: p.Spec.DesiredFingerprint, Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Schemas: p.Spec.Schemas, Statements: p.Spec.Statements}, nil)
 	} else if err == nil {
 		err = fmt.Errorf("its digest is %s, status recorded %s", p.Spec.Digest, s.Status.Plan.Digest)
 	}

@@ -108,7 +108,7 @@ func (r Reader) findPlan(ctx context.Context, s *v1alpha1.PtahSchema, applied bo
 func CheckDigest(p *v1alpha1.PtahSchemaPlan) error {
 	_, err := runner.PlanDocument(&v1alpha1.PlanResult{
 		Fingerprint: p.Spec.Fingerprint, BaseFingerprint: p.Spec.BaseFingerprint, DesiredFingerprint: p.Spec.DesiredFingerprint,
-		Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Statements: p.Spec.Statements,
+		Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Schemas: p.Spec.Schemas, Statements: p.Spec.Statements,
 	}, nil)
 	if err != nil {
 		return fmt.Errorf("ptahschemaplan %s refused, not printed: %w", p.Name, err)
@@ -122,9 +122,33 @@ func writeSQL(w io.Writer, p *v1alpha1.PtahSchemaPlan) error {
 		fmt.Fprintln(w, "-- no changes")
 	}
 	for _, s := range p.Spec.Statements {
-		fmt.Fprintf(w, "-- %s: %s\n%s;\n", s.Severity, s.Reason, strings.TrimSuffix(strings.TrimSpace(s.SQL), ";"))
+		fmt.Fprintf(w, "-- %s: %s\n", s.Severity, s.Reason)
+		if h := hazardLine(s); h != "" {
+			fmt.Fprintf(w, "--   %s\n", h)
+		}
+		fmt.Fprintf(w, "%s;\n", strings.TrimSuffix(strings.TrimSpace(s.SQL), ";"))
 	}
 	return nil
+}
+
+// hazardLine says what st risks beyond its severity, as ptah schema plan
+// prints it; "" when nothing.
+func hazardLine(st v1alpha1.Statement) string {
+	var parts []string
+	for _, h := range st.Hazards {
+		parts = append(parts, string(h))
+	}
+	line := ""
+	if len(parts) > 0 {
+		line = "hazards: " + strings.Join(parts, ", ")
+	}
+	if st.OutsideTransaction {
+		if line != "" {
+			line += "; "
+		}
+		line += "runs outside the transaction"
+	}
+	return line
 }
 
 func writeText(w io.Writer, s *v1alpha1.PtahSchema, p *v1alpha1.PtahSchemaPlan, applied bool) error {
@@ -153,6 +177,9 @@ func writeText(w io.Writer, s *v1alpha1.PtahSchema, p *v1alpha1.PtahSchemaPlan, 
 	}
 	for i, st := range p.Spec.Statements {
 		fmt.Fprintf(w, "\n%d. [%s] %s\n", i+1, st.Severity, st.Reason)
+		if h := hazardLine(st); h != "" {
+			fmt.Fprintf(w, "   %s\n", h)
+		}
 		for _, line := range strings.Split(strings.TrimSpace(st.SQL), "\n") {
 			fmt.Fprintf(w, "   %s\n", line)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,8 +81,10 @@ func StartFixture(t *testing.T) (*testenv.APIServer, *fixture) {
 	f.appliedPl = plan(t, c, "team", "orders-applied", "orders",
 		v1alpha1.Statement{SQL: `CREATE TABLE "orders" ("id" bigint NOT NULL, PRIMARY KEY ("id"))`, Severity: v1alpha1.SeveritySafe, Reason: `create table "orders"`})
 	f.current = plan(t, c, "team", "orders-current", "orders",
-		v1alpha1.Statement{SQL: `ALTER TABLE "orders" ADD COLUMN "note" text NULL`, Severity: v1alpha1.SeveritySafe, Reason: `add column "note"`},
-		v1alpha1.Statement{SQL: `ALTER TABLE "orders" DROP COLUMN "legacy"`, Severity: v1alpha1.SeverityDestructive, Reason: `drop column "legacy": its data is lost`})
+		v1alpha1.Statement{SQL: `ALTER TABLE "orders" ADD COLUMN "note" text NULL`, Severity: v1alpha1.SeveritySafe, Reason: `add column "note"`,
+			Hazards: []v1alpha1.Hazard{v1alpha1.HazardAccessExclusiveLock}},
+		v1alpha1.Statement{SQL: `ALTER TABLE "orders" DROP COLUMN "legacy"`, Severity: v1alpha1.SeverityDestructive, Reason: `drop column "legacy": its data is lost`,
+			Hazards: []v1alpha1.Hazard{v1alpha1.HazardDeletesData, v1alpha1.HazardAccessExclusiveLock}})
 	s := &v1alpha1.PtahSchema{
 		ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "team"},
 		Spec: v1alpha1.PtahSchemaSpec{
@@ -131,7 +134,7 @@ func TestPlanAndStatusViews(t *testing.T) {
 		got := out(t, false, describe.FormatText)
 		for _, want := range []string{"orders-current (current plan of ptahschema/orders)", f.current.Spec.Digest + " (verified)",
 			"Statements:        2 (1 destructive)", `1. [safe] add column "note"`, `2. [destructive] drop column "legacy": its data is lost`,
-			`   ALTER TABLE "orders" DROP COLUMN "legacy"`} {
+			`   ALTER TABLE "orders" DROP COLUMN "legacy"`, "   hazards: access-exclusive-lock\n", "   hazards: deletes-data, access-exclusive-lock\n"} {
 			if !strings.Contains(got, want) {
 				t.Errorf("text lacks %q:\n%s", want, got)
 			}
@@ -139,8 +142,8 @@ func TestPlanAndStatusViews(t *testing.T) {
 	})
 	t.Run("sql is runnable statements with their verdicts as comments", func(t *testing.T) {
 		want := "-- ptahschemaplan orders-current, digest " + f.current.Spec.Digest + " (verified)\n" +
-			"-- safe: add column \"note\"\nALTER TABLE \"orders\" ADD COLUMN \"note\" text NULL;\n" +
-			"-- destructive: drop column \"legacy\": its data is lost\nALTER TABLE \"orders\" DROP COLUMN \"legacy\";\n"
+			"-- safe: add column \"note\"\n--   hazards: access-exclusive-lock\nALTER TABLE \"orders\" ADD COLUMN \"note\" text NULL;\n" +
+			"-- destructive: drop column \"legacy\": its data is lost\n--   hazards: deletes-data, access-exclusive-lock\nALTER TABLE \"orders\" DROP COLUMN \"legacy\";\n"
 		if got := out(t, false, describe.FormatSQL); got != want {
 			t.Errorf("sql:\n%s\nwant:\n%s", got, want)
 		}
@@ -160,6 +163,20 @@ func TestPlanAndStatusViews(t *testing.T) {
 			t.Errorf("applied plan:\n%s", got)
 		}
 	})
+	t.Run("admission refuses a severity its hazards contradict", func(t *testing.T) {
+		for i, st := range []v1alpha1.Statement{
+			{SQL: "DROP TABLE x", Severity: v1alpha1.SeveritySafe, Hazards: []v1alpha1.Hazard{v1alpha1.HazardDeletesData}},
+			{SQL: "ALTER TABLE x ALTER COLUMN c SET NOT NULL", Severity: v1alpha1.SeverityDestructive, Hazards: []v1alpha1.Hazard{v1alpha1.HazardMayFail}},
+		} {
+			bad := f.current.DeepCopy()
+			bad.ObjectMeta = metav1.ObjectMeta{Name: fmt.Sprintf("orders-contradicted-%d", i), Namespace: "team"}
+			bad.Spec.Statements = []v1alpha1.Statement{st}
+			bad.Spec.Destructive = st.Severity == v1alpha1.SeverityDestructive
+			if err := f.c.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), "deletes-data") {
+				t.Errorf("%s marked %s with hazards %v: admitted (%v)", st.SQL, st.Severity, st.Hazards, err)
+			}
+		}
+	})
 	t.Run("a plan that no longer matches its digest is refused", func(t *testing.T) {
 		// Plans are immutable at admission, so a tampered one is a new
 		// object that status is pointed at.
@@ -167,6 +184,7 @@ func TestPlanAndStatusViews(t *testing.T) {
 		bad.ObjectMeta = metav1.ObjectMeta{Name: "orders-tampered", Namespace: "team"}
 		bad.Spec.Statements[0].SQL = `DROP TABLE "orders"`
 		bad.Spec.Statements[0].Severity = v1alpha1.SeverityDestructive
+		bad.Spec.Statements[0].Hazards = []v1alpha1.Hazard{v1alpha1.HazardDeletesData}
 		if err := f.c.Create(ctx, bad); err != nil {
 			t.Fatal(err)
 		}

@@ -156,15 +156,21 @@ func clip(s string) string {
 }
 
 // Diff lists the objects that differ between live and desired, in key order.
+// Objects of the same key on one side (two unnamed checks alike) are
+// counted: the second is "KEY #2", so one side holding more is a difference.
 func Diff(live, desired []Object) []Difference {
-	l := map[string]*Object{}
-	for i := range live {
-		l[live[i].Key()] = &live[i]
+	byKey := func(objs []Object) map[string]*Object {
+		m := map[string]*Object{}
+		for i := range objs {
+			k := objs[i].Key()
+			for n := 2; m[k] != nil; n++ {
+				k = fmt.Sprintf("%s #%d", objs[i].Key(), n)
+			}
+			m[k] = &objs[i]
+		}
+		return m
 	}
-	d := map[string]*Object{}
-	for i := range desired {
-		d[desired[i].Key()] = &desired[i]
-	}
+	l, d := byKey(live), byKey(desired)
 	keys := map[string]bool{}
 	for k := range l {
 		keys[k] = true

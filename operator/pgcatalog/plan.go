@@ -2,6 +2,7 @@ package pgcatalog
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -12,9 +13,20 @@ type Step struct {
 	Reason string
 	// Drops is true when the statement removes an object (no table data).
 	Drops bool
+	// Validates is true when the statement checks stored values (rows, a
+	// sequence's current value) against what it adds, and fails on one
+	// that breaks it.
+	Validates bool
+	// Table is the table the statement changes (a trigger, a policy, a
+	// constraint of it), "" if none.
+	Table string
 	kind  string
 	name  string
 }
+
+// Kind is the kind of object the statement creates, changes or drops, ""
+// for comments and settings.
+func (s Step) Kind() string { return s.kind }
 
 // Planned is the statements that take the objects atlas does not manage
 // from live to desired, split around atlas's own statements: Before runs
@@ -31,16 +43,31 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "function", "procedure",
+	"extension", "domain", "composite type", "function", "procedure", "check constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
 
-// Plan plans diffs (from Diff over live and desired). rewritten names the
-// tables atlas alters or drops: views reading them are dropped before and
-// created again after, since PostgreSQL refuses to change a column a view
-// uses.
-func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planned {
+// Around is what atlas's statements change that objects planned here
+// depend on.
+type Around struct {
+	// Rewritten names the tables atlas alters or drops: views reading them
+	// are dropped before and created again after, since PostgreSQL refuses
+	// to change a column a view uses.
+	Rewritten []string
+	// Disturbed holds "table T" when atlas drops or rebuilds a key or an
+	// index of T, and "column T.c" when it drops c or changes its type: a
+	// foreign key using them is dropped before and added again after.
+	Disturbed []string
+	// Atlas holds the keys of objects atlas's statements create ("identity
+	// T.c" of a new table's column); they are not planned here.
+	Atlas []string
+}
+
+// Plan plans diffs (from Diff over live and desired) around atlas's
+// statements.
+func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
+	rewritten := around.Rewritten
 	var p Planned
 	liveBy, desiredBy := index(live), index(desired)
 	// The views to drop: those changed or gone, those reading a rewritten
@@ -101,6 +128,13 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 			}
 		}
 	}
+	// The constraint names the database holds, by table.
+	taken := map[string]bool{}
+	for _, o := range live {
+		if (o.Kind == "check constraint" || o.Kind == "foreign key" || o.Kind == "constraint") && o.Table != "" {
+			taken[o.Table+" "+o.Ident] = true
+		}
+	}
 	var comments []Step
 	for _, d := range diffs {
 		o := d.Object()
@@ -130,6 +164,30 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 				p.Before = append(p.Before, steps...)
 				continue
 			}
+			switch o.Kind {
+			case "check constraint":
+				p.Before, p.After = checkSteps(d, desiredBy, taken, p.Before, p.After)
+				continue
+			case "foreign key":
+				p.Before, p.After = foreignKeySteps(d, taken, p.Before, p.After)
+				continue
+			case "sequence":
+				p.Before, p.After = sequenceSteps(d, p.Before, p.After)
+				continue
+			case "identity":
+				if !slices.Contains(around.Atlas, o.Key()) {
+					p.Before, p.After = identitySteps(d, desiredBy, p.Before, p.After)
+				} else if d.Live == nil && !AtlasIdentity(d.Desired.Def) {
+					m := seqOptions(d.Desired.Def)
+					q := "ALTER TABLE " + checkTable(o) + " ALTER COLUMN " + o.Ident + " " + seqClause(m, true)
+					if liveBy[o.Deps[0]] == nil {
+						// A new table: atlas created it with the defaults.
+						q += " RESTART WITH " + m["start"]
+					}
+					p.After = append(p.After, Step{SQL: q, Reason: "sets the identity options of new column " + o.Name, Validates: true, kind: "identity", Table: o.Table})
+				}
+				continue
+			}
 			if !plannable(o.Kind) || o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
 				// A changed type is in use by columns; ALTER TYPE is not
 				// planned yet.
@@ -154,6 +212,26 @@ func Plan(diffs []Difference, live, desired []Object, rewritten []string) Planne
 					p.After = append(p.After, s)
 				}
 			}
+		}
+	}
+	// A foreign key left as it is, on a key or column atlas disturbs.
+	disturbed := map[string]bool{}
+	for _, k := range around.Disturbed {
+		disturbed[k] = true
+	}
+	for _, o := range live {
+		if o.Kind != "foreign key" || len(o.Deps) < 2 {
+			continue
+		}
+		if _, differs := diffByKey[o.Key()]; differs || desiredBy[o.Key()] == nil {
+			continue
+		}
+		hit := disturbed[o.Deps[1]]
+		for _, dep := range o.Deps[2:] {
+			hit = hit || disturbed[dep]
+		}
+		if hit {
+			p.Before, p.After = foreignKeySteps(Difference{Live: liveBy[o.Key()], Desired: desiredBy[o.Key()]}, taken, p.Before, p.After)
 		}
 	}
 	// Views: drop the dependents first, create the dependencies first.
@@ -376,7 +454,7 @@ func create(o Object, replace bool) Step {
 	case "policy":
 		q = "CREATE POLICY " + o.Ident + " " + def
 	}
-	return Step{SQL: q, Reason: reason, kind: o.Kind, name: o.Ident}
+	return Step{SQL: q, Reason: reason, kind: o.Kind, name: o.Ident, Table: o.Table}
 }
 
 func drop(o Object) Step {
@@ -393,7 +471,7 @@ func drop(o Object) Step {
 	default:
 		q = "DROP " + strings.ToUpper(o.Kind) + " " + o.Ident
 	}
-	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind}
+	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind, Table: o.Table}
 }
 
 // commentTarget is the key of the object a comment is on, for comments on
@@ -475,7 +553,8 @@ func alterDomain(live, desired Object) ([]Step, bool) {
 	name := desired.Ident
 	var steps []Step
 	add := func(q, why string) {
-		steps = append(steps, Step{SQL: "ALTER DOMAIN " + name + " " + q, Reason: why + " of domain " + desired.Name, kind: "domain", name: name})
+		steps = append(steps, Step{SQL: "ALTER DOMAIN " + name + " " + q, Reason: why + " of domain " + desired.Name, kind: "domain", name: name,
+			Validates: strings.HasPrefix(q, "SET NOT NULL") || strings.HasPrefix(q, "ADD CONSTRAINT")})
 	}
 	ld, lhas := part(live, "default")
 	dd, dhas := part(desired, "default")
@@ -514,4 +593,270 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// checkSteps plans a check constraint: dropped before atlas's statements
+// (a column it reads may be dropped there), added after them (it may read
+// a column added there). A check whose table is gone goes with it. A check
+// that only loses NOT VALID is validated in place.
+func checkSteps(d Difference, desiredBy map[string]*Object, taken map[string]bool, before, after []Step) ([]Step, []Step) {
+	if d.Live != nil && d.Desired != nil && d.Live.Def == d.Desired.Def+" NOT VALID" {
+		return before, append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " VALIDATE CONSTRAINT " + d.Live.Ident,
+			Reason: "validates " + constraintName(*d.Live) + " (fails if a row breaks it)", Validates: true, kind: "check constraint", Table: d.Object().Table})
+	}
+	if d.Live != nil && (d.Desired != nil || desiredBy[d.Live.Deps[0]] != nil) {
+		before = append(before, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " DROP CONSTRAINT " + d.Live.Ident,
+			Reason: "drops " + constraintName(*d.Live), Drops: true, kind: "check constraint", Table: d.Object().Table})
+	}
+	if d.Desired != nil {
+		validates := !notValid(*d.Desired)
+		why := " (fails if a row breaks it)"
+		if !validates {
+			why = ", NOT VALID: existing rows are not checked"
+		}
+		after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Desired) + " ADD " + constraintClause(d, taken) + d.Desired.Def,
+			Reason: "adds " + constraintName(*d.Desired) + why, Validates: validates, kind: "check constraint", Table: d.Object().Table})
+	}
+	return before, after
+}
+
+// foreignKeySteps plans a foreign key: dropped before atlas's statements
+// (always: atlas, which no longer sees it, may drop the table it
+// references), added after them, once the key it references exists.
+func foreignKeySteps(d Difference, taken map[string]bool, before, after []Step) ([]Step, []Step) {
+	if d.Live != nil {
+		before = append(before, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " DROP CONSTRAINT " + d.Live.Ident,
+			Reason: "drops " + constraintName(*d.Live), Drops: true, kind: "foreign key", Table: d.Object().Table})
+	}
+	if d.Desired != nil {
+		name := constraintClause(d, taken)
+		why := "adds "
+		if d.Live != nil {
+			why = "adds again "
+		}
+		validates := !notValid(*d.Desired)
+		fails := " (fails if a row references nothing)"
+		if !validates {
+			fails = ", NOT VALID: existing rows are not checked"
+		}
+		after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*d.Desired) + " ADD " + name + d.Desired.Def,
+			Reason: why + constraintName(*d.Desired) + fails, Validates: validates, kind: "foreign key", Table: d.Object().Table})
+	}
+	return before, after
+}
+
+// notValid says whether a check or foreign key is NOT VALID, as
+// pg_get_constraintdef prints it last.
+func notValid(o Object) bool { return strings.HasSuffix(o.Def, " NOT VALID") }
+
+// constraintClause is "CONSTRAINT name " naming an added constraint as the
+// desired side names it (a comment may name it), or "" for PostgreSQL to
+// name it when that name is a generated one the table already holds.
+func constraintClause(d Difference, taken map[string]bool) string {
+	o := *d.Desired
+	if strings.HasPrefix(o.Name, "<auto>:") && taken[o.Table+" "+o.Ident] && (d.Live == nil || d.Live.Ident != o.Ident) {
+		return ""
+	}
+	return "CONSTRAINT " + o.Ident + " "
+}
+
+// constraintName names a check or foreign key for a reason: by its name, or
+// by its definition when PostgreSQL names it.
+func constraintName(o Object) string {
+	if rest, ok := strings.CutPrefix(o.Name, "<auto>:"); ok {
+		i := strings.LastIndex(rest, " on ")
+		return o.Kind + " on " + rest[i+4:] + ": " + rest[:i]
+	}
+	return o.String()
+}
+
+// checkTable is the table a check constraint or foreign key is on, as DDL
+// names it.
+func checkTable(o Object) string { return strings.TrimPrefix(o.Deps[0], "table ") }
+
+// RenamePrimaryKeys plans a primary key that differs only by name (atlas
+// compares keys by their columns, not their names) as a rename, which
+// keeps the foreign keys that use it; and a named key atlas creates (it
+// writes no name: PostgreSQL calls it T_pkey) is renamed after. It returns
+// the renames to run before atlas's statements and after them, the
+// differences they correct and the differences left.
+func RenamePrimaryKeys(diffs []Difference) ([]Step, []Step, []Difference, []Difference) {
+	type side struct{ live, desired, changed *Object }
+	byTable := map[string]*side{}
+	for _, d := range diffs {
+		o := d.Object()
+		if o.Kind != "constraint" || !strings.HasPrefix(o.Def, "p ") || len(o.Deps) == 0 {
+			continue
+		}
+		s := byTable[o.Deps[0]]
+		if s == nil {
+			s = &side{}
+			byTable[o.Deps[0]] = s
+		}
+		if d.Live != nil && d.Desired == nil {
+			s.live = d.Live
+		}
+		if d.Desired != nil && d.Live == nil {
+			s.desired = d.Desired
+		}
+		if d.Desired != nil && d.Live != nil {
+			// atlas drops it and adds it again, unnamed.
+			s.changed = d.Desired
+		}
+	}
+	var steps []Step
+	renamed := map[*Object]bool{}
+	for _, t := range sortedSideKeys(byTable) {
+		s := byTable[t]
+		if s.live == nil || s.desired == nil || s.live.Def != s.desired.Def {
+			continue
+		}
+		renamed[s.live], renamed[s.desired] = true, true
+		steps = append(steps, Step{SQL: "ALTER TABLE " + strings.TrimPrefix(t, "table ") + " RENAME CONSTRAINT " + s.live.Ident + " TO " + s.desired.Ident,
+			Reason: "renames the primary key of " + strings.TrimPrefix(t, "table ") + " to " + s.desired.Ident, Table: s.live.Table, kind: "constraint"})
+	}
+	var after []Step
+	for _, t := range sortedSideKeys(byTable) {
+		s := byTable[t]
+		want := s.desired
+		if want == nil || renamed[want] {
+			want = s.changed
+		}
+		if want == nil || strings.HasPrefix(want.Name, "<auto>:") {
+			continue
+		}
+		table := strings.TrimPrefix(t, "table ")
+		if want == s.desired {
+			renamed[want] = true
+		}
+		after = append(after, Step{SQL: "ALTER TABLE " + table + " RENAME CONSTRAINT " + quoteIdent(want.Table+"_pkey") + " TO " + want.Ident,
+			Reason: "names the primary key of " + table + " " + want.Ident, Table: want.Table, kind: "constraint"})
+	}
+	var done, rest []Difference
+	for _, d := range diffs {
+		if renamed[d.Live] || renamed[d.Desired] {
+			done = append(done, d)
+		} else {
+			rest = append(rest, d)
+		}
+	}
+	return steps, after, done, rest
+}
+
+// quoteIdent quotes a name PostgreSQL generated unless it is a plain one.
+func quoteIdent(s string) string {
+	for i, r := range s {
+		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
+			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
+		}
+	}
+	return s
+}
+
+func sortedSideKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// seqOptions reads a sequence's parameters as the catalog prints them
+// ("type=bigint start=1 increment=1 min=1 max=... cache=1 cycle=f").
+func seqOptions(def string) map[string]string {
+	m := map[string]string{}
+	for _, f := range strings.Fields(def) {
+		if k, v, ok := strings.Cut(f, "="); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// seqClause writes the options of m as CREATE SEQUENCE takes them, or,
+// with set, as ALTER COLUMN ... SET takes them for an identity.
+func seqClause(m map[string]string, set bool) string {
+	parts := []string{"INCREMENT BY " + m["increment"], "MINVALUE " + m["min"], "MAXVALUE " + m["max"], "START WITH " + m["start"], "CACHE " + m["cache"]}
+	if m["cycle"] == "t" {
+		parts = append(parts, "CYCLE")
+	} else {
+		parts = append(parts, "NO CYCLE")
+	}
+	if set {
+		for i := range parts {
+			parts[i] = "SET " + parts[i]
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// sequenceSteps plans a sequence. A serial column's own sequence is created
+// and dropped by atlas with its column; only its options are changed here
+// (its type follows a column changed from serial to bigserial only so).
+func sequenceSteps(d Difference, before, after []Step) ([]Step, []Step) {
+	o := d.Object()
+	owned := strings.HasPrefix(o.Name, "owned by ")
+	switch {
+	case d.Live != nil && d.Desired != nil:
+		m := seqOptions(d.Desired.Def)
+		after = append(after, Step{SQL: "ALTER SEQUENCE " + d.Live.Ident + " AS " + m["type"] + " " + seqClause(m, false),
+			Reason: "changes the options of " + o.String(), Validates: true, kind: "sequence", Table: o.Table})
+	case owned:
+	case d.Desired != nil:
+		m := seqOptions(d.Desired.Def)
+		before = append(before, Step{SQL: "CREATE SEQUENCE " + d.Desired.Ident + " AS " + m["type"] + " " + seqClause(m, false),
+			Reason: "creates " + o.String(), kind: "sequence", name: d.Desired.Ident})
+	default:
+		after = append(after, Step{SQL: "DROP SEQUENCE " + d.Live.Ident, Reason: "drops " + o.String(), Drops: true, kind: "sequence"})
+	}
+	return before, after
+}
+
+// identitySteps plans an identity column's generation and sequence
+// options: dropped before atlas's statements (which may change the column),
+// added or changed after them (the column exists and is NOT NULL by then).
+func identitySteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
+	o := d.Object()
+	col := "ALTER TABLE " + checkTable(o) + " ALTER COLUMN " + o.Ident
+	generation := func(x Object) string {
+		if strings.HasPrefix(x.Def, "generated=d ") {
+			return "BY DEFAULT"
+		}
+		return "ALWAYS"
+	}
+	switch {
+	case d.Desired == nil:
+		if desiredBy["column "+o.Name] != nil {
+			before = append(before, Step{SQL: col + " DROP IDENTITY", Reason: "drops the identity of column " + o.Name, kind: "identity", Table: o.Table})
+		}
+	case d.Live == nil:
+		after = append(after, Step{SQL: col + " ADD GENERATED " + generation(*d.Desired) + " AS IDENTITY (" + seqClause(seqOptions(d.Desired.Def), false) + ")",
+			Reason: "makes column " + o.Name + " an identity", kind: "identity", Table: o.Table})
+	default:
+		q := col
+		if generation(*d.Live) != generation(*d.Desired) {
+			q += " SET GENERATED " + generation(*d.Desired)
+		}
+		lm, dm := seqOptions(d.Live.Def), seqOptions(d.Desired.Def)
+		delete(lm, "type")
+		delete(dm, "type")
+		bounds := fmt.Sprint(lm) != fmt.Sprint(dm)
+		if bounds {
+			q += " " + seqClause(dm, true)
+		}
+		if q != col {
+			after = append(after, Step{SQL: q, Reason: "changes the identity of column " + o.Name, Validates: bounds, kind: "identity", Table: o.Table})
+		}
+	}
+	return before, after
+}
+
+// AtlasIdentity says whether atlas writes the identity def describes as it
+// is (it writes only START WITH and INCREMENT BY, so the rest must be the
+// defaults for type).
+func AtlasIdentity(def string) bool {
+	m := seqOptions(def)
+	max := map[string]string{"smallint": "32767", "integer": "2147483647", "bigint": "9223372036854775807"}[m["type"]]
+	return m["min"] == "1" && m["max"] == max && m["cache"] == "1" && m["cycle"] == "f" && !strings.HasPrefix(m["increment"], "-") && !strings.HasPrefix(m["start"], "-") && m["start"] != "0"
 }

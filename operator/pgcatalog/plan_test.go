@@ -20,7 +20,7 @@ func TestPlanOrdersByDependency(t *testing.T) {
 		{Kind: "domain", Name: "d", Ident: "d", Def: "integer CHECK (is_pos(VALUE))"},
 		{Kind: "function", Name: "is_pos(i integer)", Ident: "is_pos(i integer)", Def: "CREATE OR REPLACE FUNCTION public.is_pos(i integer) RETURNS boolean"},
 	}
-	p := Plan(Diff(live, desired), live, desired, nil)
+	p := Plan(Diff(live, desired), live, desired, Around{})
 	var sqls []string
 	for _, s := range append(p.Before, p.After...) {
 		sqls = append(sqls, s.SQL)

@@ -91,8 +91,29 @@ JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
 UNION ALL
-SELECT 'constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), true, k.relname, NULL::text, NULL::text
-FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition
+SELECT 'constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), true, k.relname, quote_ident(k.conname), 'table ' || k.qname
+FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition AND k.contype NOT IN ('c', 'f')
+UNION ALL
+-- foreign keys too: atlas loses MATCH FULL, DEFERRABLE and NOT VALID, and a
+-- key they reference cannot be dropped under them. Deps: the table, the
+-- referenced table, then every column on either side.
+SELECT 'foreign key', k.label || ' on ' || k.qname, pg_get_constraintdef(k.oid), false, k.relname, quote_ident(k.conname),
+       concat_ws(E'\n', 'table ' || k.qname, 'table ' || ft.qname,
+         (SELECT string_agg('column ' || k.qname || '.' || quote_ident(a.attname), E'\n' ORDER BY a.attnum)
+          FROM pg_attribute a WHERE a.attrelid = c.conrelid AND a.attnum = ANY (c.conkey)),
+         (SELECT string_agg('column ' || ft.qname || '.' || quote_ident(a.attname), E'\n' ORDER BY a.attnum)
+          FROM pg_attribute a WHERE a.attrelid = c.confrelid AND a.attnum = ANY (c.confkey)))
+FROM con k JOIN rel r ON r.qname = k.qname JOIN pg_constraint c ON c.oid = k.oid
+CROSS JOIN LATERAL (SELECT CASE WHEN f.relnamespace = (SELECT oid FROM ns) THEN quote_ident(f.relname)
+                                ELSE quote_ident(fn.nspname) || '.' || quote_ident(f.relname) END AS qname
+                    FROM pg_class f JOIN pg_namespace fn ON fn.oid = f.relnamespace WHERE f.oid = c.confrelid) ft
+WHERE NOT r.relispartition AND k.contype = 'f' AND c.conislocal
+UNION ALL
+-- checks are planned here, not by atlas: atlas reads neither a check on no
+-- column nor NOT VALID. Inherited checks come with their parent.
+SELECT 'check constraint', k.label || ' on ' || k.qname, pg_get_constraintdef(k.oid), false, k.relname, quote_ident(k.conname), 'table ' || k.qname
+FROM con k JOIN rel r ON r.qname = k.qname JOIN pg_constraint c ON c.oid = k.oid
+WHERE NOT r.relispartition AND k.contype = 'c' AND c.conislocal
 UNION ALL
 SELECT 'comment on constraint', k.label || ' on ' || k.qname, obj_description(k.oid, 'pg_constraint'), false, k.relname, quote_ident(k.conname) || ' ON ' || k.qname, NULL::text
 FROM con k WHERE obj_description(k.oid, 'pg_constraint') IS NOT NULL
@@ -130,9 +151,17 @@ SELECT 'comment on column', r.qname || '.' || quote_ident(a.attname), col_descri
 FROM rel r JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
 WHERE r.relkind IN ('v', 'm', 'c', 'f') AND col_description(r.oid, a.attnum) IS NOT NULL
 UNION ALL
-SELECT 'sequence', CASE WHEN o.col IS NOT NULL THEN 'owned by ' || o.col ELSE r.qname END, sp.p, true, coalesce(o.tbl, ''), NULL::text, NULL::text
+-- sequences are planned here (atlas reads only a serial column's); a
+-- serial's own sequence is created and dropped by atlas with its column.
+SELECT 'sequence', CASE WHEN o.col IS NOT NULL THEN 'owned by ' || o.col ELSE r.qname END, sp.p, false, coalesce(o.tbl, ''), r.qname, NULL::text
 FROM rel r JOIN seqparams sp ON sp.seqrelid = r.oid LEFT JOIN owned o ON o.seq = r.oid
 WHERE r.relkind = 'S' AND coalesce(o.deptype, 'a') <> 'i'
+UNION ALL
+-- identity columns, with their sequence's options, which atlas loses
+SELECT 'identity', o.col, 'generated=' || a.attidentity::text || ' ' || sp.p, false, o.tbl, quote_ident(a.attname), 'table ' || r.qname
+FROM owned o JOIN seqparams sp ON sp.seqrelid = o.seq JOIN rel r ON r.relname = o.tbl
+JOIN pg_attribute a ON a.attrelid = r.oid AND r.qname || '.' || quote_ident(a.attname) = o.col
+WHERE o.deptype = 'i' AND NOT r.relispartition
 UNION ALL
 SELECT CASE t.typtype WHEN 'e' THEN 'enum' WHEN 'd' THEN 'domain' WHEN 'c' THEN 'composite type'
                       WHEN 'r' THEN 'range type' WHEN 'b' THEN 'base type' ELSE 'type' END,

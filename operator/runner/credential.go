@@ -109,7 +109,7 @@ func (c *apiClient) planDocument(ctx context.Context, op *Operation) ([]byte, er
 		return nil, fmt.Errorf("PtahSchemaPlan %s/%s has digest %s, the claim applies %s: not applied", op.Namespace, op.Plan, p.Spec.Digest, op.PlanDigest)
 	}
 	return PlanDocument(&v1alpha1.PlanResult{Fingerprint: p.Spec.Fingerprint, BaseFingerprint: p.Spec.BaseFingerprint,
-		DesiredFingerprint: p.Spec.DesiredFingerprint, Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Statements: p.Spec.Statements}, op.Exclude)
+		DesiredFingerprint: p.Spec.DesiredFingerprint, Digest: p.Spec.Digest, Destructive: p.Spec.Destructive, Schemas: p.Spec.Schemas, Statements: p.Spec.Statements}, op.Exclude)
 }
 
 func (c *apiClient) post(ctx context.Context, path string, in, out any) error {

@@ -82,11 +82,21 @@ func commands(op *Operation) [][]string {
 	case OpVerify:
 		return [][]string{oci("oci", "verify", op.OCIRef, "--policy", policyFile)}
 	case OpObserve:
-		return [][]string{pull, append(db("schema", "drift", "--schema-file", desiredFile), "--json")}
+		drift := db("schema", "drift", "--schema-file", desiredFile)
+		for _, s := range op.Schemas {
+			drift = append(drift, "--schema", s)
+		}
+		return [][]string{pull, append(drift, "--json")}
 	case OpPlan, OpProof:
 		plan := db("schema", "plan", "--schema-file", desiredFile, "--output", planFile)
 		for _, t := range op.ProtectedTables {
 			plan = append(plan, "--protected-table", t)
+		}
+		if op.ConcurrentIndexes {
+			plan = append(plan, "--concurrent-indexes")
+		}
+		for _, s := range op.Schemas {
+			plan = append(plan, "--schema", s)
 		}
 		return [][]string{pull, append(plan, "--json")}
 	case OpApply:
@@ -299,10 +309,15 @@ func PlanResultOf(p *schema.Plan) *v1alpha1.PlanResult {
 		DesiredFingerprint: p.DesiredFingerprint,
 		Digest:             p.Digest,
 		Destructive:        p.Destructive,
+		Schemas:            p.Schemas,
 		Statements:         []v1alpha1.Statement{},
 	}
 	for _, s := range p.Statements {
-		r.Statements = append(r.Statements, v1alpha1.Statement{SQL: s.SQL, Severity: v1alpha1.Severity(s.Severity), Reason: s.Reason})
+		st := v1alpha1.Statement{SQL: s.SQL, Severity: v1alpha1.Severity(s.Severity), Reason: s.Reason, OutsideTransaction: s.OutsideTransaction, Schema: s.Schema}
+		for _, h := range s.Hazards {
+			st.Hazards = append(st.Hazards, v1alpha1.Hazard(h))
+		}
+		r.Statements = append(r.Statements, st)
 	}
 	return r
 }
@@ -332,6 +347,7 @@ func planOf(r *v1alpha1.PlanResult, exclude []string) *schema.Plan {
 	p := &schema.Plan{
 		APIVersion:         schema.PlanAPIVersion,
 		Schema:             schema.Managed,
+		Schemas:            r.Schemas,
 		Exclude:            append([]string{}, exclude...),
 		BaseFingerprint:    r.BaseFingerprint,
 		DesiredFingerprint: r.DesiredFingerprint,
@@ -339,8 +355,15 @@ func planOf(r *v1alpha1.PlanResult, exclude []string) *schema.Plan {
 		Statements:         []schema.Statement{},
 		Digest:             r.Digest,
 	}
+	if len(r.Schemas) > 0 {
+		p.Schema = r.Schemas[0]
+	}
 	for _, s := range r.Statements {
-		p.Statements = append(p.Statements, schema.Statement{SQL: s.SQL, Severity: schema.Severity(s.Severity), Reason: s.Reason})
+		st := schema.Statement{SQL: s.SQL, Severity: schema.Severity(s.Severity), Reason: s.Reason, OutsideTransaction: s.OutsideTransaction, Schema: s.Schema}
+		for _, h := range s.Hazards {
+			st.Hazards = append(st.Hazards, schema.Hazard(h))
+		}
+		p.Statements = append(p.Statements, st)
 	}
 	return p
 }

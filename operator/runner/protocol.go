@@ -100,6 +100,11 @@ type Operation struct {
 	// ProtectedTables and Exclude are passed to ptah schema plan.
 	ProtectedTables []string `json:"protectedTables,omitempty"`
 	Exclude         []string `json:"exclude,omitempty"`
+	// ConcurrentIndexes is passed to ptah schema plan (spec.policy.indexes
+	// Concurrently).
+	ConcurrentIndexes bool `json:"concurrentIndexes,omitempty"`
+	// Schemas are passed to ptah schema drift and plan (spec.schemas).
+	Schemas []string `json:"schemas,omitempty"`
 	// Plan and PlanDigest name the PtahSchemaPlan an Apply reads and the
 	// digest it must have.
 	Plan       string `json:"plan,omitempty"`

@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -36,6 +37,9 @@ func Apply(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptions) (*A
 	if p.Destructive && !opts.AllowDestructive {
 		return nil, report.Errorf(report.DestructiveRefused, "plan %s is destructive (%s); pass --allow-destructive to apply it; nothing was executed", p.Digest, firstDestructive(p))
 	}
+	if p.outsideTransaction() {
+		return applyInSteps(ctx, db, p, opts)
+	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, database.StatementError(db.Target, "begin", err)
@@ -44,7 +48,7 @@ func Apply(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptions) (*A
 	if err := database.LockTx(ctx, tx, db.Target, opts.LockTimeout); err != nil {
 		return nil, err
 	}
-	live, err := inspect(ctx, tx, p.Schema, p.Exclude, false)
+	live, err := inspectSide(ctx, tx, p.schemas(), p.Exclude, false)
 	if err != nil {
 		return nil, err
 	}
@@ -56,14 +60,18 @@ func Apply(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptions) (*A
 		res.Converged = live.fingerprint == p.DesiredFingerprint
 		return res, nil
 	}
+	path := ""
 	for i, s := range p.Statements {
+		if err := p.setSearchPath(ctx, tx, s, &path); err != nil {
+			return nil, database.StatementError(db.Target, fmt.Sprintf("set the search path for statement %d of plan %s", i+1, p.Digest), err)
+		}
 		if _, err := tx.ExecContext(ctx, s.SQL); err != nil {
 			e := database.StatementError(db.Target, fmt.Sprintf("statement %d of plan %s", i+1, p.Digest), err)
 			e.Message += "; the transaction was rolled back, nothing was applied"
 			return nil, e
 		}
 	}
-	after, err := inspect(ctx, tx, p.Schema, p.Exclude, false)
+	after, err := inspectSide(ctx, tx, p.schemas(), p.Exclude, false)
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +80,28 @@ func Apply(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptions) (*A
 	}
 	res.Applied, res.Fingerprint, res.Converged = true, after.fingerprint, after.fingerprint == p.DesiredFingerprint
 	return res, nil
+}
+
+// setSearchPath sets, in a plan of several schemas, the search path s was
+// planned under (see searchPath) when it is not *current already. A plan
+// of public alone runs as it always has, under the session's own.
+func (p *Plan) setSearchPath(ctx context.Context, tx *sql.Tx, s Statement, current *string) error {
+	if len(p.Schemas) == 0 {
+		return nil
+	}
+	name := s.Schema
+	if name == "" {
+		name = p.Schemas[0]
+	}
+	path := searchPath(name, p.Schemas)
+	if path == *current {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, "SET LOCAL search_path TO "+path); err != nil {
+		return err
+	}
+	*current = path
+	return nil
 }
 
 func firstDestructive(p *Plan) string {

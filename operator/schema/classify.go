@@ -8,7 +8,7 @@ import (
 	sqlschema "ariga.io/atlas/sql/schema"
 )
 
-// Severity says whether a change can lose data.
+// Severity says whether a change deletes data (see Hazard for the rest).
 type Severity string
 
 const (
@@ -16,25 +16,24 @@ const (
 	Destructive Severity = "destructive"
 )
 
-// verdict is the severity of one change, why, the drift category it falls
-// in and the object it names.
+// verdict is why a change is planned, the drift category it falls in and
+// the object it names; what it risks is hazardsOf's.
 type verdict struct {
-	severity Severity
 	reason   string
 	category string
 	object   string
 }
 
-// classify judges a change as atlas's diff produced it. A table
-// modification is judged by the worst of its parts.
+// classify names a change as atlas's diff produced it, one verdict per
+// part of a table modification.
 func classify(c sqlschema.Change) []verdict {
 	switch c := c.(type) {
 	case *sqlschema.AddTable:
-		return []verdict{{Safe, "creates table " + c.T.Name, "table_missing", c.T.Name}}
+		return []verdict{{"creates table " + c.T.Name, "table_missing", c.T.Name}}
 	case *sqlschema.DropTable:
-		return []verdict{{Destructive, "drops table " + c.T.Name + " and every row in it", "table_unexpected", c.T.Name}}
+		return []verdict{{"drops table " + c.T.Name + " and every row in it", "table_unexpected", c.T.Name}}
 	case *sqlschema.RenameTable:
-		return []verdict{{Safe, "renames table " + c.From.Name + " to " + c.To.Name, "table_changed", c.From.Name}}
+		return []verdict{{"renames table " + c.From.Name + " to " + c.To.Name, "table_changed", c.From.Name}}
 	case *sqlschema.ModifyTable:
 		var vs []verdict
 		for _, sub := range c.Changes {
@@ -42,16 +41,16 @@ func classify(c sqlschema.Change) []verdict {
 		}
 		return vs
 	case *sqlschema.DropSchema:
-		return []verdict{{Destructive, "drops schema " + c.S.Name, "schema_unexpected", c.S.Name}}
+		return []verdict{{"drops schema " + c.S.Name, "schema_unexpected", c.S.Name}}
 	case *sqlschema.DropObject:
-		return []verdict{{Destructive, "drops " + objectName(c.O), "object_unexpected", objectName(c.O)}}
+		return []verdict{{"drops " + objectName(c.O), "object_unexpected", objectName(c.O)}}
 	case *sqlschema.AddObject:
-		return []verdict{{Safe, "creates " + objectName(c.O), "object_missing", objectName(c.O)}}
+		return []verdict{{"creates " + objectName(c.O), "object_missing", objectName(c.O)}}
 	case *sqlschema.ModifyObject:
-		return []verdict{{Destructive, "changes " + objectName(c.From) + ", which can invalidate stored values", "object_changed", objectName(c.From)}}
+		return []verdict{{"changes " + objectName(c.From) + ", which can invalidate stored values", "object_changed", objectName(c.From)}}
 	default:
 		name := strings.TrimPrefix(fmt.Sprintf("%T", c), "*schema.")
-		return []verdict{{Safe, "schema change " + name, "other", name}}
+		return []verdict{{"schema change " + name, "other", name}}
 	}
 }
 
@@ -60,58 +59,58 @@ func classifyTablePart(table string, c sqlschema.Change) verdict {
 	switch c := c.(type) {
 	case *sqlschema.AddColumn:
 		if !c.C.Type.Null && c.C.Default == nil && !generated(c.C) {
-			return verdict{Destructive, "adds NOT NULL column " + col(c.C.Name) + " without a default: fails or needs a rewrite when the table has rows", "column_missing", col(c.C.Name)}
+			return verdict{"adds NOT NULL column " + col(c.C.Name) + " without a default: fails or needs a rewrite when the table has rows", "column_missing", col(c.C.Name)}
 		}
-		return verdict{Safe, "adds column " + col(c.C.Name), "column_missing", col(c.C.Name)}
+		return verdict{"adds column " + col(c.C.Name), "column_missing", col(c.C.Name)}
 	case *sqlschema.DropColumn:
-		return verdict{Destructive, "drops column " + col(c.C.Name) + " and its data", "column_unexpected", col(c.C.Name)}
+		return verdict{"drops column " + col(c.C.Name) + " and its data", "column_unexpected", col(c.C.Name)}
 	case *sqlschema.ModifyColumn:
 		return classifyColumnChange(col(c.From.Name), c)
 	case *sqlschema.RenameColumn:
-		return verdict{Safe, "renames column " + col(c.From.Name) + " to " + c.To.Name, "column_changed", col(c.From.Name)}
+		return verdict{"renames column " + col(c.From.Name) + " to " + c.To.Name, "column_changed", col(c.From.Name)}
 	case *sqlschema.AddIndex:
-		return verdict{Safe, "creates index " + c.I.Name + " on " + table, "index_missing", col(c.I.Name)}
+		return verdict{"creates index " + c.I.Name + " on " + table, "index_missing", col(c.I.Name)}
 	case *sqlschema.DropIndex:
-		return verdict{Safe, "drops index " + c.I.Name + " on " + table + "; no data is lost", "index_unexpected", col(c.I.Name)}
+		return verdict{"drops index " + c.I.Name + " on " + table + "; no data is lost", "index_unexpected", col(c.I.Name)}
 	case *sqlschema.ModifyIndex:
-		return verdict{Safe, "rebuilds index " + c.From.Name + " on " + table, "index_changed", col(c.From.Name)}
+		return verdict{"rebuilds index " + c.From.Name + " on " + table, "index_changed", col(c.From.Name)}
 	case *sqlschema.RenameIndex:
-		return verdict{Safe, "renames index " + c.From.Name + " to " + c.To.Name, "index_changed", col(c.From.Name)}
+		return verdict{"renames index " + c.From.Name + " to " + c.To.Name, "index_changed", col(c.From.Name)}
 	case *sqlschema.AddPrimaryKey:
-		return verdict{Safe, "adds the primary key of " + table, "primary_key_missing", table}
+		return verdict{"adds the primary key of " + table, "primary_key_missing", table}
 	case *sqlschema.DropPrimaryKey:
-		return verdict{Safe, "drops the primary key of " + table + "; no data is lost", "primary_key_unexpected", table}
+		return verdict{"drops the primary key of " + table + "; no data is lost", "primary_key_unexpected", table}
 	case *sqlschema.ModifyPrimaryKey:
-		return verdict{Safe, "changes the primary key of " + table, "primary_key_changed", table}
+		return verdict{"changes the primary key of " + table, "primary_key_changed", table}
 	case *sqlschema.AddForeignKey:
-		return verdict{Safe, "adds foreign key " + c.F.Symbol + " on " + table, "foreign_key_missing", col(c.F.Symbol)}
+		return verdict{"adds foreign key " + c.F.Symbol + " on " + table, "foreign_key_missing", col(c.F.Symbol)}
 	case *sqlschema.DropForeignKey:
-		return verdict{Safe, "drops foreign key " + c.F.Symbol + " on " + table + "; no data is lost", "foreign_key_unexpected", col(c.F.Symbol)}
+		return verdict{"drops foreign key " + c.F.Symbol + " on " + table + "; no data is lost", "foreign_key_unexpected", col(c.F.Symbol)}
 	case *sqlschema.ModifyForeignKey:
-		return verdict{Safe, "changes foreign key " + c.From.Symbol + " on " + table, "foreign_key_changed", col(c.From.Symbol)}
+		return verdict{"changes foreign key " + c.From.Symbol + " on " + table, "foreign_key_changed", col(c.From.Symbol)}
 	case *sqlschema.AddCheck:
-		return verdict{Safe, "adds check " + c.C.Name + " on " + table, "check_missing", col(c.C.Name)}
+		return verdict{"adds check " + c.C.Name + " on " + table, "check_missing", col(c.C.Name)}
 	case *sqlschema.DropCheck:
-		return verdict{Safe, "drops check " + c.C.Name + " on " + table + "; no data is lost", "check_unexpected", col(c.C.Name)}
+		return verdict{"drops check " + c.C.Name + " on " + table + "; no data is lost", "check_unexpected", col(c.C.Name)}
 	case *sqlschema.ModifyCheck:
-		return verdict{Safe, "changes check " + c.From.Name + " on " + table, "check_changed", col(c.From.Name)}
+		return verdict{"changes check " + c.From.Name + " on " + table, "check_changed", col(c.From.Name)}
 	default:
 		name := strings.TrimPrefix(fmt.Sprintf("%T", c), "*schema.")
-		return verdict{Safe, "changes " + table + " (" + name + ")", "table_changed", table}
+		return verdict{"changes " + table + " (" + name + ")", "table_changed", table}
 	}
 }
 
 func classifyColumnChange(name string, c *sqlschema.ModifyColumn) verdict {
 	if c.Change.Is(sqlschema.ChangeType) && !widens(c.From.Type.Type, c.To.Type.Type) {
-		return verdict{Destructive, fmt.Sprintf("changes the type of %s from %s to %s, which can lose or reject values", name, typeName(c.From.Type.Type), typeName(c.To.Type.Type)), "column_changed", name}
+		return verdict{fmt.Sprintf("changes the type of %s from %s to %s, which can lose or reject values", name, typeName(c.From.Type.Type), typeName(c.To.Type.Type)), "column_changed", name}
 	}
 	if c.Change.Is(sqlschema.ChangeNull) && c.From.Type.Null && !c.To.Type.Null && c.To.Default == nil {
-		return verdict{Destructive, "sets " + name + " NOT NULL without a default: fails when a row holds NULL", "column_changed", name}
+		return verdict{"sets " + name + " NOT NULL without a default: fails when a row holds NULL", "column_changed", name}
 	}
 	if c.Change.Is(sqlschema.ChangeGenerated) {
-		return verdict{Destructive, "changes the generated expression of " + name + ", which rewrites its values", "column_changed", name}
+		return verdict{"changes the generated expression of " + name + ", which rewrites its values", "column_changed", name}
 	}
-	return verdict{Safe, "changes " + name + " (" + columnChangeKinds(c.Change) + ") without losing data", "column_changed", name}
+	return verdict{"changes " + name + " (" + columnChangeKinds(c.Change) + ") without losing data", "column_changed", name}
 }
 
 func columnChangeKinds(k sqlschema.ChangeKind) string {

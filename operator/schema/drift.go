@@ -41,15 +41,35 @@ func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 	}
 	d := &Drift{Categories: map[string]int{}, BaseFingerprint: cmp.live.fingerprint, DesiredFingerprint: cmp.desired.fingerprint}
 	for _, c := range cmp.changes {
+		sev := severityOf(hazardsOf(c, ""))
 		for _, v := range classify(c) {
 			d.Changes++
 			d.Categories[v.category]++
 			if d.HighestSeverity != Destructive {
-				d.HighestSeverity = v.severity
+				d.HighestSeverity = sev
 			}
 			if withObjects {
-				d.Objects = append(d.Objects, DriftObject{Category: v.category, Object: v.object, Severity: v.severity, Reason: v.reason})
+				d.Objects = append(d.Objects, DriftObject{Category: v.category, Object: v.object, Severity: sev, Reason: v.reason})
 			}
+		}
+	}
+	for _, st := range cmp.live.schemas {
+		if st.missing {
+			d.Changes++
+			d.Categories["schema_missing"]++
+			if d.HighestSeverity == "" {
+				d.HighestSeverity = Safe
+			}
+		}
+	}
+	for i, ix := range cmp.live.invalidIndexes() {
+		d.Changes++
+		d.Categories["index_invalid"]++
+		if d.HighestSeverity == "" {
+			d.HighestSeverity = Safe
+		}
+		if withObjects {
+			d.Objects = append(d.Objects, DriftObject{Category: "index_invalid", Object: ix.name + " on " + ix.table, Severity: Safe, Reason: cmp.invalid[i].Reason})
 		}
 	}
 	for _, od := range cmp.objectDiffs {

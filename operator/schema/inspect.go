@@ -6,6 +6,8 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"slices"
+	"strings"
 
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
@@ -13,27 +15,113 @@ import (
 	"ptah.run/operator/operator/pgcatalog"
 )
 
-// Managed is the schema ptah keeps; the desired SQL describes its contents.
+// Managed is the schema ptah keeps when it is told no other; the desired
+// SQL describes its contents.
 const Managed = "public"
 
-// state is one side of a diff: a schema as atlas inspected it, named
-// Managed whatever it was inspected as, and its fingerprint.
+// side is one side of a diff: every managed schema, in the order given, and
+// the fingerprint of them all.
+type side struct {
+	schemas     []*state
+	fingerprint string
+}
+
+// state is one managed schema of a side as atlas inspected it and its
+// fingerprint.
 type state struct {
+	name   string
 	schema *sqlschema.Schema
 	// objects is the whole catalog of the schema as PostgreSQL prints it,
 	// what atlas manages included.
 	objects     []pgcatalog.Object
 	fingerprint string
+	// invalid is the indexes PostgreSQL marks invalid, left out of schema.
+	invalid []invalidIndex
+	// missing is true when the database has no such schema.
+	missing bool
 }
 
-// inspect reads schema name through tx with search_path set to it, so that
-// expressions (defaults, checks) print the same for the live schema and for
-// the dev database's copy. exclude holds atlas glob patterns of objects to ignore.
-// desired also reads the schemas other than name, which the desired SQL may
-// not declare since ptah would not keep them.
-func inspect(ctx context.Context, tx *sql.Tx, name string, exclude []string, desired bool) (*state, error) {
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL search_path TO %q", name)); err != nil {
+// hasTable says whether the schema holds table name.
+func (st *state) hasTable(name string) bool {
+	_, ok := st.schema.Table(name)
+	return ok
+}
+
+// invalidIndexes is the invalid indexes of every schema of the side.
+func (s *side) invalidIndexes() []invalidIndex {
+	var out []invalidIndex
+	for _, st := range s.schemas {
+		out = append(out, st.invalid...)
+	}
+	return out
+}
+
+// searchPath is the search_path the objects of schema name are read and
+// planned under: name first, then the other managed schemas, so a
+// definition names an object of another managed schema the same way on
+// both sides.
+func searchPath(name string, schemas []string) string {
+	path := []string{quoteIdent(name)}
+	for _, s := range schemas {
+		if s != name {
+			path = append(path, quoteIdent(s))
+		}
+	}
+	return strings.Join(path, ", ")
+}
+
+// globalKinds are catalog rows not of any one schema; they are read with
+// the first managed schema only.
+var globalKinds = map[string]bool{"extension": true, "event trigger": true}
+
+// inspectSide reads every managed schema of the database tx is on.
+// desired also lists the database's other schemas, which the desired SQL
+// may not declare since ptah would not keep them.
+func inspectSide(ctx context.Context, tx *sql.Tx, schemas []string, exclude []string, desired bool) (*side, error) {
+	sd := &side{}
+	for i, name := range schemas {
+		st, err := inspect(ctx, tx, name, schemas, exclude, desired && i == 0)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			st.objects = slices.DeleteFunc(st.objects, func(o pgcatalog.Object) bool { return globalKinds[o.Kind] })
+		}
+		sd.schemas = append(sd.schemas, st)
+	}
+	linkForeignKeys(sd.schemas)
+	if len(sd.schemas) == 1 {
+		sd.fingerprint = sd.schemas[0].fingerprint
+		return sd, nil
+	}
+	h := sha256.New()
+	for _, st := range sd.schemas {
+		fmt.Fprintf(h, "%s\x00%s\x00", st.name, st.fingerprint)
+	}
+	sd.fingerprint = "sha256:" + hex.EncodeToString(h.Sum(nil))
+	return sd, nil
+}
+
+// inspect reads schema name through tx with search_path set for it (see
+// searchPath), so that expressions (defaults, checks, views) print the same
+// for the live schema and for the dev database's copy. exclude holds atlas
+// glob patterns of objects to ignore. withSchemas also lists the schemas
+// other than the managed ones.
+func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exclude []string, withSchemas bool) (*state, error) {
+	if _, err := tx.ExecContext(ctx, "SET LOCAL search_path TO "+searchPath(name, schemas)); err != nil {
 		return nil, fmt.Errorf("set search_path for inspection: %w", err)
+	}
+	var exists bool
+	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", name).Scan(&exists); err != nil {
+		return nil, fmt.Errorf("look for schema %q: %w", name, err)
+	}
+	if !exists {
+		s := sqlschema.New(name)
+		fp, err := fingerprint(s, []pgcatalog.Object{{Kind: "missing schema", Name: name}})
+		if err != nil {
+			return nil, err
+		}
+		return &state{name: name, schema: s, fingerprint: fp, missing: true}, nil
 	}
 	drv, err := postgres.Open(tx)
 	if err != nil {
@@ -45,16 +133,103 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, exclude []string, des
 	}
 	// Schema-level attributes (public's stock comment) are not part of the
 	// desired SQL.
-	s.Name, s.Attrs = Managed, nil
-	objects, err := pgcatalog.Read(ctx, tx, name, exclude, desired)
+	s.Attrs = nil
+	objects, err := pgcatalog.Read(ctx, tx, name, exclude, withSchemas)
 	if err != nil {
 		return nil, err
 	}
-	fp, err := fingerprint(s, objects)
+	objects = slices.DeleteFunc(objects, func(o pgcatalog.Object) bool {
+		return o.Kind == "schema" && slices.ContainsFunc(schemas, func(m string) bool { return quoteIdent(m) == o.Name })
+	})
+	if len(schemas) > 1 {
+		if err := crossSchemaDeps(ctx, tx, name, schemas, objects); err != nil {
+			return nil, err
+		}
+	}
+	invalid, err := readInvalidIndexes(ctx, tx, name)
 	if err != nil {
 		return nil, err
 	}
-	return &state{schema: s, objects: objects, fingerprint: fp}, nil
+	withoutInvalid(s, invalid)
+	marked := objects
+	for _, ix := range invalid {
+		marked = append(slices.Clip(marked), pgcatalog.Object{Kind: "invalid index", Name: ix.name + " on " + ix.table})
+	}
+	fp, err := fingerprint(s, marked)
+	if err != nil {
+		return nil, err
+	}
+	return &state{name: name, schema: s, objects: objects, fingerprint: fp, invalid: invalid}, nil
+}
+
+// crossSchemaDeps adds to the views of schema name the relations of the
+// other managed schemas they read (pgcatalog records those of the schema
+// itself), qualified, as around names them.
+func crossSchemaDeps(ctx context.Context, tx *sql.Tx, name string, schemas []string, objects []pgcatalog.Object) error {
+	rows, err := tx.QueryContext(ctx, `
+SELECT DISTINCT CASE v.relkind WHEN 'v' THEN 'view ' ELSE 'materialized view ' END || quote_ident(v.relname),
+       CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' ELSE 'table ' END || quote_ident(cn.nspname) || '.' || quote_ident(c.relname)
+FROM pg_class v
+JOIN pg_namespace vn ON vn.oid = v.relnamespace AND vn.nspname = $1
+JOIN pg_rewrite w ON w.ev_class = v.oid
+JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_class'::regclass
+JOIN pg_class c ON c.oid = d.refobjid
+JOIN pg_namespace cn ON cn.oid = c.relnamespace AND cn.nspname = ANY($2) AND cn.nspname <> $1
+WHERE v.relkind IN ('v', 'm')`, name, schemas)
+	if err != nil {
+		return fmt.Errorf("read the views of schema %q reading other schemas: %w", name, err)
+	}
+	defer rows.Close()
+	byKey := map[string]*pgcatalog.Object{}
+	for i := range objects {
+		byKey[objects[i].Key()] = &objects[i]
+	}
+	for rows.Next() {
+		var view, dep string
+		if err := rows.Scan(&view, &dep); err != nil {
+			return fmt.Errorf("read the views of schema %q reading other schemas: %w", name, err)
+		}
+		if o := byKey[view]; o != nil {
+			o.Deps = append(o.Deps, dep)
+		}
+	}
+	return rows.Err()
+}
+
+// linkForeignKeys points a foreign key to a table of another managed
+// schema at that schema's table, as atlas links the tables of one schema,
+// so plans order a table after the one it references.
+func linkForeignKeys(states []*state) {
+	byName := map[string]*sqlschema.Schema{}
+	for _, st := range states {
+		byName[st.schema.Name] = st.schema
+	}
+	for _, st := range states {
+		for _, t := range st.schema.Tables {
+			for _, fk := range t.ForeignKeys {
+				if fk.RefTable == nil || fk.RefTable.Schema == nil || fk.RefTable.Schema.Name == st.schema.Name {
+					continue
+				}
+				other, ok := byName[fk.RefTable.Schema.Name]
+				if !ok {
+					continue
+				}
+				ref, ok := other.Table(fk.RefTable.Name)
+				if !ok {
+					continue
+				}
+				cols := make([]*sqlschema.Column, 0, len(fk.RefColumns))
+				for _, c := range fk.RefColumns {
+					if rc, ok := ref.Column(c.Name); ok {
+						cols = append(cols, rc)
+					}
+				}
+				if len(cols) == len(fk.RefColumns) {
+					fk.RefTable, fk.RefColumns = ref, cols
+				}
+			}
+		}
+	}
 }
 
 // fingerprint digests atlas's HCL rendering of s, which is ordered and holds

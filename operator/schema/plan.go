@@ -30,8 +30,11 @@ const PlanAPIVersion = "ptah.run/plan/v1"
 // same state gives the same bytes.
 type Plan struct {
 	APIVersion string `json:"apiVersion"`
-	// Schema is the managed schema the statements change.
+	// Schema is the managed schema the statements change, the first of
+	// Schemas when there are more.
 	Schema string `json:"schema"`
+	// Schemas are the managed schemas, set unless public alone is.
+	Schemas []string `json:"schemas,omitempty"`
 	// Exclude is the atlas glob patterns left out of both sides; apply
 	// inspects with the same ones to check BaseFingerprint.
 	Exclude []string `json:"exclude"`
@@ -49,9 +52,28 @@ type Plan struct {
 
 // Statement is one SQL statement of a plan.
 type Statement struct {
-	SQL      string   `json:"sql"`
+	SQL string `json:"sql"`
+	// Severity is Destructive exactly when Hazards holds HazardDeletesData.
 	Severity Severity `json:"severity"`
 	Reason   string   `json:"reason"`
+	// Hazards are what the statement risks, in the order of Hazards.
+	Hazards []Hazard `json:"hazards,omitempty"`
+	// OutsideTransaction marks a statement PostgreSQL refuses inside a
+	// transaction (CREATE INDEX CONCURRENTLY): apply commits what ran
+	// before it and runs it on its own.
+	OutsideTransaction bool `json:"outsideTransaction,omitempty"`
+	// Schema, in a plan of several schemas, is the one whose objects the
+	// statement names unqualified: it runs with that schema first on the
+	// search path, as the objects were read.
+	Schema string `json:"schema,omitempty"`
+}
+
+// schemas is the schemas p keeps.
+func (p *Plan) schemas() []string {
+	if len(p.Schemas) > 0 {
+		return p.Schemas
+	}
+	return []string{p.Schema}
 }
 
 // Options says what to compare.
@@ -64,17 +86,35 @@ type Options struct {
 	// Dev is the dev server the desired SQL is loaded into (a fresh
 	// database of its own per comparison); it is never the target's server.
 	Dev *devdb.Server
+	// ConcurrentIndexes builds and drops the indexes of existing tables
+	// with CONCURRENTLY, outside the plan's transaction, so writes go on.
+	ConcurrentIndexes bool
+	// Schemas are the schemas ptah keeps, [public] when empty; objects of
+	// any other schema are neither planned nor dropped.
+	Schemas []string
+}
+
+// managed is the schemas opts keeps.
+func (o Options) managed() []string {
+	if len(o.Schemas) == 0 {
+		return []string{Managed}
+	}
+	return o.Schemas
 }
 
 // comparison is a diff between the live and the desired state.
 type comparison struct {
-	live, desired *state
+	live, desired *side
 	changes       []sqlschema.Change
 	plan          *migrate.Plan
-	// objects is the statements for what atlas does not manage, and
-	// objectDiffs the differences they correct.
-	objects     pgcatalog.Planned
+	// objects is, per managed schema, the statements for what atlas does
+	// not manage, and objectDiffs the differences they correct.
+	objects     []schemaObjects
 	objectDiffs []pgcatalog.Difference
+	// created creates the managed schemas the database lacks; invalid
+	// drops the invalid indexes of those it has; dropped drops, last, the
+	// managed schemas the desired SQL does not create.
+	created, invalid, dropped []Statement
 }
 
 // compare loads the desired SQL into a fresh database of the dev server,
@@ -84,6 +124,13 @@ type comparison struct {
 func compare(ctx context.Context, db *database.DB, files []File, opts Options) (*comparison, error) {
 	if opts.Dev == nil {
 		return nil, report.Errorf(report.Usage, "no dev database to load the desired schema into (it is never loaded into the target): pass --dev-url URL (or set $%s) naming a PostgreSQL server other than the target's, or --dev-throwaway", devdb.URLEnv)
+	}
+	seen := map[string]bool{}
+	for _, s := range opts.managed() {
+		if s == "" || seen[s] || strings.HasPrefix(s, "pg_") || s == "information_schema" {
+			return nil, report.Errorf(report.Usage, "schema %q cannot be managed: name each schema once, and none of PostgreSQL's own (pg_*, information_schema)", s)
+		}
+		seen[s] = true
 	}
 	devDB, drop, err := opts.Dev.Fresh(ctx, db)
 	if err != nil {
@@ -95,7 +142,7 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 		return nil, database.StatementError(db.Target, "begin", err)
 	}
 	defer tx.Rollback()
-	var desired *state
+	var desired *side
 	var desiredErr error
 	done := make(chan struct{})
 	go func() {
@@ -109,9 +156,9 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 			return
 		}
 		defer devTx.Rollback()
-		desired, desiredErr = inspect(ctx, devTx, Managed, opts.Exclude, true)
+		desired, desiredErr = inspectSide(ctx, devTx, opts.managed(), opts.Exclude, true)
 	}()
-	live, err := inspect(ctx, tx, Managed, opts.Exclude, false)
+	live, err := inspectSide(ctx, tx, opts.managed(), opts.Exclude, false)
 	<-done
 	if desiredErr != nil {
 		return nil, desiredErr
@@ -119,47 +166,118 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	return diff(ctx, tx, live, desired)
+	return diff(ctx, tx, live, desired, opts)
 }
 
-func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *state) (*comparison, error) {
+// schemaObjects is the statements pgcatalog planned for one managed
+// schema; they run under that schema's search path.
+type schemaObjects struct {
+	schema string
+	// live is the schema as the database holds it: a statement on a table
+	// it lacks changes a table the plan creates, empty and unused.
+	live    *state
+	planned pgcatalog.Planned
+}
+
+func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opts Options) (*comparison, error) {
 	drv, err := postgres.Open(q)
 	if err != nil {
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
-	changes, err := drv.SchemaDiff(live.schema, desired.schema)
-	if err != nil {
-		return nil, fmt.Errorf("diff %s against the desired schema: %w", Managed, err)
+	var changes []sqlschema.Change
+	var created, invalid, dropped []Statement
+	// Per schema: the identities atlas keeps (see withoutIdentities), and
+	// the column defaults set as PostgreSQL prints them (columnDefaults).
+	atlasIdentities := make([][]string, len(live.schemas))
+	defaults := make([][]pgcatalog.Step, len(live.schemas))
+	defaultDiffs := make([][]pgcatalog.Difference, len(live.schemas))
+	nDefaults := 0
+	for i, l := range live.schemas {
+		d := desired.schemas[i]
+		if d.missing && l.missing {
+			continue
+		}
+		if d.missing {
+			// A managed schema the desired SQL does not create is to be
+			// gone: everything in it is dropped like any object the
+			// desired SQL lacks, then the empty schema, RESTRICT, so
+			// nothing outside the managed schemas goes with it.
+			d = &state{name: l.name, schema: sqlschema.New(l.name), fingerprint: d.fingerprint, missing: true}
+			for _, o := range l.objects {
+				if o.Kind == "comment on schema" || globalKinds[o.Kind] {
+					d.objects = append(d.objects, o)
+				}
+			}
+			desired.schemas[i] = d
+			dropped = append(dropped, Statement{SQL: "DROP SCHEMA " + quoteIdent(l.name), Severity: Safe,
+				Reason: "drops schema " + l.name + ", emptied above; refused by PostgreSQL if anything else still uses it"})
+		}
+		if l.missing {
+			// First of all: pgcatalog's objects may be created in it
+			// before atlas's tables.
+			created = append(created, Statement{SQL: "CREATE SCHEMA " + quoteIdent(l.name), Severity: Safe, Reason: "creates schema " + l.name})
+			l.objects = []pgcatalog.Object{{Kind: "comment on schema", Name: quoteIdent(l.name)}}
+		}
+		withoutConstraints(l.schema)
+		withoutConstraints(d.schema)
+		atlasIdentities[i] = withoutIdentities(l, d)
+		c, err := drv.SchemaDiff(l.schema, d.schema)
+		if err != nil {
+			return nil, fmt.Errorf("diff %s against the desired schema: %w", l.name, err)
+		}
+		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
+		nDefaults += len(defaults[i])
+		changes = append(changes, c...)
+		invalid = append(invalid, dropInvalid(l.name, l.invalid, opts.ConcurrentIndexes)...)
 	}
+	// Types of one schema come before the tables of another that use them,
+	// as atlas orders them within a schema.
+	sort.SliceStable(changes, func(i, j int) bool {
+		_, ai := changes[i].(*sqlschema.AddObject)
+		_, aj := changes[j].(*sqlschema.AddObject)
+		return ai && !aj
+	})
 	changes = splitTableChanges(changes)
+	if opts.ConcurrentIndexes {
+		changes = concurrentIndexes(changes)
+	}
 	plan, err := drv.PlanChanges(ctx, "ptah", changes)
 	if err != nil {
-		return nil, fmt.Errorf("plan the changes to %s: %w", Managed, err)
+		return nil, fmt.Errorf("plan the changes to %s: %w", strings.Join(opts.managed(), ", "), err)
 	}
-	planned := 0
+	planned := len(created) + len(invalid) + len(dropped)
 	for _, c := range plan.Changes {
 		if c.Cmd != "" {
 			planned++
 		}
 	}
-	objects, objectDiffs, err := planObjects(live, desired, changes, planned)
-	if err != nil {
-		return nil, err
+	planned += nDefaults
+	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid, dropped: dropped}
+	for i, l := range live.schemas {
+		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned, atlasIdentities[i])
+		if err != nil {
+			return nil, err
+		}
+		objects.After = append(objects.After, defaults[i]...)
+		cmp.objects = append(cmp.objects, schemaObjects{schema: l.name, live: l, planned: objects})
+		cmp.objectDiffs = append(cmp.objectDiffs, objectDiffs...)
+		cmp.objectDiffs = append(cmp.objectDiffs, defaultDiffs[i]...)
 	}
-	return &comparison{live: live, desired: desired, changes: changes, plan: plan, objects: objects, objectDiffs: objectDiffs}, nil
+	return cmp, nil
 }
 
 // splitTableChanges gives each part of a table modification its own change,
-// so each becomes its own statement with its own severity.
+// so each becomes its own statement with its own severity, in the order
+// PostgreSQL would run them as one ALTER TABLE (tablePartOrder).
 func splitTableChanges(changes []sqlschema.Change) []sqlschema.Change {
 	var out []sqlschema.Change
 	for _, c := range changes {
 		m, ok := c.(*sqlschema.ModifyTable)
-		if !ok || len(m.Changes) < 2 {
+		if !ok {
 			out = append(out, c)
 			continue
 		}
-		for _, sub := range m.Changes {
+		for _, sub := range tablePartOrder(m.Changes) {
 			out = append(out, &sqlschema.ModifyTable{T: m.T, Changes: []sqlschema.Change{sub}})
 		}
 	}
@@ -174,12 +292,13 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if err != nil {
 		return nil, err
 	}
-	if touched := touchedProtected(cmp.changes, opts.Protected); len(touched) > 0 {
+	if touched := touchedProtected(cmp.changes, cmp.objects, opts.Protected); len(touched) > 0 {
 		return nil, report.Errorf(report.ProtectedTable, "the plan would change protected table(s) %s; no plan was written", strings.Join(touched, ", "))
 	}
+	managed := opts.managed()
 	p := &Plan{
 		APIVersion:         PlanAPIVersion,
-		Schema:             Managed,
+		Schema:             managed[0],
 		Exclude:            slices.Clone(opts.Exclude),
 		BaseFingerprint:    cmp.live.fingerprint,
 		DesiredFingerprint: cmp.desired.fingerprint,
@@ -188,72 +307,150 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	if p.Exclude == nil {
 		p.Exclude = []string{}
 	}
-	for _, s := range cmp.objects.Before {
-		p.Statements = append(p.Statements, Statement{SQL: s.SQL, Severity: Safe, Reason: s.Reason})
+	if len(managed) > 1 || managed[0] != Managed {
+		p.Schemas = slices.Clone(managed)
+	}
+	steps := func(o schemaObjects, ss []pgcatalog.Step) {
+		for _, s := range ss {
+			st := stepStatement(s, s.Table != "" && !o.live.hasTable(s.Table))
+			if p.Schemas != nil {
+				st.Schema = o.schema
+			}
+			p.Statements = append(p.Statements, st)
+		}
+	}
+	p.Statements = append(append(p.Statements, cmp.created...), cmp.invalid...)
+	for _, o := range cmp.objects {
+		steps(o, o.planned.Before)
 	}
 	for _, c := range cmp.plan.Changes {
-		sev, reason := judge(c.Source)
+		if c.Cmd == "" {
+			continue
+		}
+		reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
 			// atlas creates a new table's indexes in statements of their own.
 			reason = "creates an index of new table " + t.T.Name
 		}
-		if c.Cmd != "" {
-			p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: sev, Reason: reason})
-		}
-		p.Destructive = p.Destructive || sev == Destructive
+		hs := hazardsOf(c.Source, c.Cmd)
+		p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
-	for _, s := range cmp.objects.After {
-		p.Statements = append(p.Statements, Statement{SQL: s.SQL, Severity: Safe, Reason: s.Reason})
+	for _, o := range createOrder(cmp) {
+		steps(o, o.planned.After)
+	}
+	p.Statements = append(p.Statements, cmp.dropped...)
+	for _, s := range p.Statements {
+		p.Destructive = p.Destructive || s.Severity == Destructive
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err
 }
 
-// judge gives the severity of a planned change and its reasons, joined.
-func judge(c sqlschema.Change) (Severity, string) {
-	sev := Safe
-	var reasons []string
-	for _, v := range classify(c) {
-		if v.severity == Destructive {
-			sev = Destructive
+// createOrder puts a schema's objects (views, triggers, ...) after those of
+// the schemas its desired views read, so a view reading another schema's
+// view is created after it.
+func createOrder(cmp *comparison) []schemaObjects {
+	reads := map[string]map[string]bool{}
+	for _, d := range cmp.desired.schemas {
+		reads[d.name] = map[string]bool{}
+		for _, o := range d.objects {
+			for _, dep := range o.Deps {
+				for _, other := range cmp.desired.schemas {
+					_, name, _ := strings.Cut(dep, " ")
+					if other.name != d.name && strings.HasPrefix(strings.TrimPrefix(name, "view "), quoteIdent(other.name)+".") {
+						reads[d.name][other.name] = true
+					}
+				}
+			}
 		}
-		reasons = append(reasons, v.reason)
 	}
-	return sev, strings.Join(reasons, "; ")
+	var out []schemaObjects
+	done := map[string]bool{}
+	var visit func(o schemaObjects)
+	visit = func(o schemaObjects) {
+		if done[o.schema] {
+			return
+		}
+		done[o.schema] = true
+		for _, other := range cmp.objects {
+			if reads[o.schema][other.schema] {
+				visit(other)
+			}
+		}
+		out = append(out, o)
+	}
+	for _, o := range cmp.objects {
+		visit(o)
+	}
+	return out
 }
 
-// touchedProtected lists the protected tables changes would create, drop or modify.
-func touchedProtected(changes []sqlschema.Change, protected []string) []string {
+// judge gives the reasons for a planned change, joined.
+func judge(c sqlschema.Change) string {
+	var reasons []string
+	for _, v := range classify(c) {
+		reasons = append(reasons, v.reason)
+	}
+	return strings.Join(reasons, "; ")
+}
+
+// touchedProtected lists the protected tables changes and objects would
+// create, drop or modify (a constraint, trigger or policy of theirs
+// included). A table of a schema other than public is shown qualified.
+func touchedProtected(changes []sqlschema.Change, objects []schemaObjects, protected []string) []string {
 	if len(protected) == 0 {
 		return nil
 	}
 	seen := map[string]bool{}
-	for _, c := range changes {
-		var name string
-		switch c := c.(type) {
-		case *sqlschema.AddTable:
-			name = c.T.Name
-		case *sqlschema.DropTable:
-			name = c.T.Name
-		case *sqlschema.ModifyTable:
-			name = c.T.Name
-		case *sqlschema.RenameTable:
-			name = c.From.Name
-		default:
-			continue
+	touch := func(schemaName, table string) {
+		shown, full := table, schemaName+"."+table
+		if schemaName != Managed {
+			shown = full
 		}
 		for _, pat := range protected {
-			if ok, _ := path.Match(pat, name); ok || pat == name {
-				seen[name] = true
+			// An unqualified pattern protects the table in every schema.
+			target := full
+			if !strings.Contains(pat, ".") {
+				target = table
+			}
+			if ok, _ := path.Match(pat, target); ok || pat == target {
+				seen[shown] = true
 			}
 		}
 	}
-	names := make([]string, 0, len(seen))
-	for n := range seen {
-		names = append(names, n)
+	for _, c := range changes {
+		var t *sqlschema.Table
+		switch c := c.(type) {
+		case *sqlschema.AddTable:
+			t = c.T
+		case *sqlschema.DropTable:
+			t = c.T
+		case *sqlschema.ModifyTable:
+			t = c.T
+		case *sqlschema.RenameTable:
+			t = c.From
+		default:
+			continue
+		}
+		schemaName := Managed
+		if t.Schema != nil {
+			schemaName = t.Schema.Name
+		}
+		touch(schemaName, t.Name)
 	}
-	sort.Strings(names)
-	return names
+	for _, o := range objects {
+		for _, s := range append(slices.Clone(o.planned.Before), o.planned.After...) {
+			if s.Table != "" {
+				touch(o.schema, s.Table)
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for n := range seen {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ComputeDigest returns the digest p's Digest field should hold.

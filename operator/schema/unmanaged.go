@@ -17,7 +17,7 @@ import (
 // any catalog difference atlas did not turn into a statement
 // (report.UnplannedDifference). Objects printed the same on both sides are
 // checked and need nothing.
-func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned int) (pgcatalog.Planned, []pgcatalog.Difference, error) {
+func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned int, atlasObjects []string) (pgcatalog.Planned, []pgcatalog.Difference, error) {
 	var unmanaged, missed []pgcatalog.Difference
 	for _, d := range pgcatalog.Diff(live.objects, desired.objects) {
 		if d.Object().Managed {
@@ -26,34 +26,19 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 			unmanaged = append(unmanaged, d)
 		}
 	}
-	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, rewrittenTables(changes))
+	renames, named, renamed, missed := pgcatalog.RenamePrimaryKeys(missed)
+	a := around(live.name, changes)
+	a.Atlas = atlasObjects
+	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, a)
+	p.Before = append(renames, p.Before...)
+	p.After = append(p.After, named...)
 	if len(p.Refused) > 0 {
 		return p, nil, report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way", kinds(p.Refused), listDiffs(p.Refused))
 	}
 	if atlasPlanned+p.Len() == 0 && len(missed) > 0 {
 		return p, nil, report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan: %s; no plan was written (an empty plan would claim they are in sync)", listDiffs(missed))
 	}
-	return p, unmanaged, nil
-}
-
-// rewrittenTables names the tables atlas drops or changes columns of:
-// PostgreSQL refuses that while a view reads them.
-func rewrittenTables(changes []sqlschema.Change) []string {
-	var out []string
-	for _, c := range changes {
-		switch c := c.(type) {
-		case *sqlschema.DropTable:
-			out = append(out, quoteIdent(c.T.Name))
-		case *sqlschema.ModifyTable:
-			for _, sub := range c.Changes {
-				switch sub.(type) {
-				case *sqlschema.ModifyColumn, *sqlschema.DropColumn, *sqlschema.RenameColumn:
-					out = append(out, quoteIdent(c.T.Name))
-				}
-			}
-		}
-	}
-	return out
+	return p, append(unmanaged, renamed...), nil
 }
 
 // quoteIdent quotes a name the way quote_ident does, to match catalog keys.

@@ -27,6 +27,10 @@ type PlanResult struct {
 	// +optional
 	Destructive bool `json:"destructive"`
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	Schemas []string `json:"schemas,omitempty"`
+	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=4096
 	// +optional
 	Statements []Statement `json:"statements"`

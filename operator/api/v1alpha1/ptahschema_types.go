@@ -115,16 +115,35 @@ type Desired struct {
 	VerificationPolicyFrom *LocalRef `json:"verificationPolicyFrom,omitempty"`
 }
 
+// IndexPolicy is how a plan builds the indexes of existing tables.
+type IndexPolicy string
+
+const (
+	IndexesBlocking     IndexPolicy = "Blocking"
+	IndexesConcurrently IndexPolicy = "Concurrently"
+)
+
 // Policy says what the operator may do with a plan.
 type Policy struct {
 	// Apply is when a plan with changes is applied.
 	// +kubebuilder:default=OnApproval
 	// +optional
 	Apply ApplyPolicy `json:"apply,omitempty"`
-	// AllowDestructive lets a plan that drops or narrows something through the
-	// gate; without it such a plan is Blocked.
+	// AllowDestructive lets a plan that deletes data (drops a table or a
+	// column, rounds values into a narrower type) through the gate; without
+	// it such a plan is Blocked. Other hazards (may fail, locks, rewrites,
+	// index builds) are shown on the plan and do not block it.
 	// +optional
 	AllowDestructive bool `json:"allowDestructive,omitempty"`
+	// Indexes is how indexes of existing tables are built and dropped:
+	// Blocking (the default) in the plan's transaction, blocking writes to
+	// the table while an index is built; Concurrently with CREATE/DROP INDEX
+	// CONCURRENTLY, each outside the transaction, so writes go on (a build
+	// that fails leaves an invalid index, which the next plan drops and
+	// builds again).
+	// +kubebuilder:validation:Enum=Blocking;Concurrently
+	// +optional
+	Indexes IndexPolicy `json:"indexes,omitempty"`
 	// ProtectedTables are tables (table or schema.table) no plan may touch; a
 	// plan that would is refused and not published.
 	// +listType=set
@@ -241,6 +260,18 @@ type PtahSchemaSpec struct {
 	Target Target `json:"target"`
 	// +required
 	Desired Desired `json:"desired"`
+	// Schemas are the database schemas ptah keeps as the desired SQL
+	// declares them, in the order they are read (public alone when empty).
+	// Objects of any other schema are neither planned nor dropped, and
+	// desired SQL declaring one is refused. Each listed schema must be
+	// created by the desired SQL (CREATE SCHEMA), public excepted.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z_][a-z0-9_$]*$`
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !s.startsWith('pg_') && s != 'information_schema')",message="pg_* and information_schema are PostgreSQL's own"
+	// +optional
+	Schemas []string `json:"schemas,omitempty"`
 	// +kubebuilder:default={}
 	// +optional
 	Policy Policy `json:"policy,omitempty"`

@@ -1,0 +1,167 @@
+package schema
+
+import (
+	"sort"
+	"strings"
+
+	"ariga.io/atlas/sql/postgres"
+	sqlschema "ariga.io/atlas/sql/schema"
+
+	"ptah.run/operator/operator/pgcatalog"
+)
+
+// columnDefaults makes column defaults what PostgreSQL prints on both
+// sides, where atlas compares them with casts trimmed: a change of default
+// atlas plans although both sides print the same is dropped (it would be
+// planned again after every apply), and a default atlas does not write as
+// desired (a new column's typed literal, a default atlas takes for equal)
+// is set after atlas's statements, as the desired side prints it. It
+// returns the changes left, the statements and the differences they
+// correct.
+func columnDefaults(changes []sqlschema.Change, live, desired *state) ([]sqlschema.Change, []pgcatalog.Step, []pgcatalog.Difference) {
+	liveCols, desiredCols := columnsByKey(live.objects), columnsByKey(desired.objects)
+	key := func(t, c string) string { return "column " + quoteIdent(t) + "." + quoteIdent(c) }
+	handled := map[string]bool{}
+	var steps []pgcatalog.Step
+	var diffs []pgcatalog.Difference
+	set := func(t *sqlschema.Table, c *sqlschema.Column) {
+		k := key(t.Name, c.Name)
+		d := desiredCols[k]
+		if d == nil || handled[k] {
+			return
+		}
+		handled[k] = true
+		want, has := printedDefault(d.Def)
+		q := "ALTER TABLE " + quoteIdent(t.Name) + " ALTER COLUMN " + quoteIdent(c.Name)
+		if has {
+			q += " SET DEFAULT " + want
+		} else {
+			q += " DROP DEFAULT"
+		}
+		steps = append(steps, pgcatalog.Step{SQL: q, Reason: "sets the default of " + t.Name + "." + c.Name + " as PostgreSQL prints it", Table: t.Name})
+		diffs = append(diffs, pgcatalog.Difference{Live: liveCols[k], Desired: d})
+	}
+	// written says whether atlas writes c's default as the desired side
+	// prints it.
+	written := func(t *sqlschema.Table, c *sqlschema.Column) bool {
+		want, has := printedDefault(desiredCols[key(t.Name, c.Name)].Def)
+		if !has || skipDefault(c) {
+			return true
+		}
+		switch x := c.Default.(type) {
+		case *sqlschema.RawExpr:
+			return x.X == want
+		case *sqlschema.Literal:
+			return x.V == want
+		}
+		return false
+	}
+	var out []sqlschema.Change
+	for _, ch := range changes {
+		switch ch := ch.(type) {
+		case *sqlschema.AddTable:
+			for _, c := range ch.T.Columns {
+				if desiredCols[key(ch.T.Name, c.Name)] != nil && !written(ch.T, c) {
+					set(ch.T, c)
+				}
+			}
+		case *sqlschema.ModifyTable:
+			var parts []sqlschema.Change
+			for _, sub := range ch.Changes {
+				switch sub := sub.(type) {
+				case *sqlschema.AddColumn:
+					if desiredCols[key(ch.T.Name, sub.C.Name)] != nil && !written(ch.T, sub.C) {
+						set(ch.T, sub.C)
+					}
+				case *sqlschema.ModifyColumn:
+					k := key(ch.T.Name, sub.To.Name)
+					handled[k] = true
+					if sub.Change.Is(sqlschema.ChangeDefault) && liveCols[k] != nil && desiredCols[k] != nil {
+						lw, lh := printedDefault(liveCols[k].Def)
+						dw, dh := printedDefault(desiredCols[k].Def)
+						if lw == dw && lh == dh {
+							sub.Change &^= sqlschema.ChangeDefault
+						}
+					}
+					if sub.Change == sqlschema.NoChange {
+						continue
+					}
+				}
+				parts = append(parts, sub)
+			}
+			if len(parts) == 0 {
+				continue
+			}
+			ch.Changes = parts
+		}
+		out = append(out, ch)
+	}
+	// A default atlas takes for unchanged.
+	keys := make([]string, 0, len(desiredCols))
+	for k := range desiredCols {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		d, l := desiredCols[k], liveCols[k]
+		if l == nil || handled[k] {
+			continue
+		}
+		lw, lh := printedDefault(l.Def)
+		dw, dh := printedDefault(d.Def)
+		if lw == dw && lh == dh || strings.Contains(d.Def, " identity=") || strings.Contains(d.Def, " generated=") {
+			continue
+		}
+		t, c, _ := strings.Cut(strings.TrimPrefix(k, "column "), ".")
+		q := "ALTER TABLE " + t + " ALTER COLUMN " + c
+		if dh {
+			q += " SET DEFAULT " + dw
+		} else {
+			q += " DROP DEFAULT"
+		}
+		steps = append(steps, pgcatalog.Step{SQL: q, Reason: "sets the default of " + strings.TrimPrefix(k, "column ") + " as PostgreSQL prints it", Table: d.Table})
+		diffs = append(diffs, pgcatalog.Difference{Live: l, Desired: d})
+	}
+	return out, steps, diffs
+}
+
+func columnsByKey(objs []pgcatalog.Object) map[string]*pgcatalog.Object {
+	m := map[string]*pgcatalog.Object{}
+	for i := range objs {
+		if objs[i].Kind == "column" {
+			m[objs[i].Key()] = &objs[i]
+		}
+	}
+	return m
+}
+
+// skipDefault: a serial's, an identity's and a generated column's default
+// is atlas's to write.
+func skipDefault(c *sqlschema.Column) bool {
+	if _, ok := c.Type.Type.(*postgres.SerialType); ok {
+		return true
+	}
+	for _, a := range c.Attrs {
+		switch a.(type) {
+		case *postgres.Identity, *sqlschema.GeneratedExpr:
+			return true
+		}
+	}
+	return false
+}
+
+// printedDefault is the default= part of a catalog column definition
+// ("type=... notnull=... default=EXPR generated=... ...").
+func printedDefault(def string) (string, bool) {
+	_, rest, ok := strings.Cut(def, " default=")
+	if !ok {
+		return "", false
+	}
+	end := len(rest)
+	for _, next := range []string{" generated=", " identity=", " collate=", " comment="} {
+		if i := strings.Index(rest, next); i >= 0 && i < end {
+			end = i
+		}
+	}
+	return rest[:end], true
+}

@@ -1,0 +1,205 @@
+package schema
+
+import (
+	"slices"
+
+	"ariga.io/atlas/sql/postgres"
+	sqlschema "ariga.io/atlas/sql/schema"
+
+	"ptah.run/operator/operator/pgcatalog"
+)
+
+// tablePartOrder orders the parts of one table's modification the way
+// PostgreSQL runs the subcommands of a single ALTER TABLE (its passes in
+// tablecmds.c): constraints and indexes are dropped first (a dropped column
+// would take them with it, and the later DROP CONSTRAINT fails), then
+// columns are dropped, changed and added, and constraints and indexes are
+// added last (they may name a column added here). A change of a
+// constraint is its drop and its add, so each lands in its pass.
+func tablePartOrder(parts []sqlschema.Change) []sqlschema.Change {
+	var split []sqlschema.Change
+	for _, c := range parts {
+		switch c := c.(type) {
+		case *sqlschema.ModifyPrimaryKey:
+			split = append(split, &sqlschema.DropPrimaryKey{P: c.From}, &sqlschema.AddPrimaryKey{P: c.To})
+		case *sqlschema.ModifyForeignKey:
+			split = append(split, &sqlschema.DropForeignKey{F: c.From}, &sqlschema.AddForeignKey{F: c.To})
+		case *sqlschema.ModifyCheck:
+			split = append(split, &sqlschema.DropCheck{C: c.From}, &sqlschema.AddCheck{C: c.To})
+		case *sqlschema.ModifyColumn:
+			split = append(split, retype(c)...)
+		default:
+			split = append(split, c)
+		}
+	}
+	pass := func(c sqlschema.Change) int {
+		switch c.(type) {
+		case *sqlschema.DropForeignKey:
+			return 0
+		case *sqlschema.DropCheck, *sqlschema.DropIndex, *sqlschema.DropPrimaryKey:
+			return 1
+		case *sqlschema.DropColumn:
+			return 2
+		case *sqlschema.AddPrimaryKey, *sqlschema.AddIndex, *sqlschema.ModifyIndex, *sqlschema.AddCheck:
+			return 4
+		case *sqlschema.AddForeignKey:
+			return 5
+		}
+		return 3
+	}
+	slices.SortStableFunc(split, func(a, b sqlschema.Change) int { return pass(a) - pass(b) })
+	return split
+}
+
+// withoutConstraints removes the check constraints and foreign keys from s:
+// pgcatalog plans them from what PostgreSQL prints (atlas reads neither a
+// check on no column, nor NOT VALID, nor a foreign key's MATCH FULL or
+// DEFERRABLE), so atlas must not plan them too.
+func withoutConstraints(s *sqlschema.Schema) {
+	for _, t := range s.Tables {
+		t.Attrs = sqlschema.RemoveAttr[*sqlschema.Check](t.Attrs)
+		t.ForeignKeys = nil
+		for _, c := range t.Columns {
+			c.Attrs = sqlschema.RemoveAttr[*sqlschema.Check](c.Attrs)
+			c.ForeignKeys = nil
+		}
+	}
+}
+
+// around says what atlas's changes do to tables that objects pgcatalog
+// plans in schema depend on (pgcatalog.Around). Tables of schema are named
+// as its catalog keys them, those of another managed schema qualified.
+func around(schema string, changes []sqlschema.Change) pgcatalog.Around {
+	name := func(t *sqlschema.Table) string {
+		if t.Schema == nil || t.Schema.Name == schema {
+			return quoteIdent(t.Name)
+		}
+		return quoteIdent(t.Schema.Name) + "." + quoteIdent(t.Name)
+	}
+	var a pgcatalog.Around
+	for _, c := range changes {
+		switch c := c.(type) {
+		case *sqlschema.DropTable:
+			a.Rewritten = append(a.Rewritten, name(c.T))
+		case *sqlschema.ModifyTable:
+			t := name(c.T)
+			for _, sub := range c.Changes {
+				switch sub := sub.(type) {
+				case *sqlschema.DropColumn:
+					a.Rewritten = append(a.Rewritten, t)
+					a.Disturbed = append(a.Disturbed, "column "+t+"."+quoteIdent(sub.C.Name))
+				case *sqlschema.ModifyColumn:
+					a.Rewritten = append(a.Rewritten, t)
+					if sub.Change.Is(sqlschema.ChangeType) {
+						a.Disturbed = append(a.Disturbed, "column "+t+"."+quoteIdent(sub.From.Name))
+					}
+				case *sqlschema.RenameColumn:
+					a.Rewritten = append(a.Rewritten, t)
+				case *sqlschema.DropIndex, *sqlschema.DropPrimaryKey, *sqlschema.ModifyIndex, *sqlschema.ModifyPrimaryKey:
+					a.Disturbed = append(a.Disturbed, "table "+t)
+				}
+			}
+		}
+	}
+	return a
+}
+
+// withoutIdentities removes the identity of the columns atlas compares:
+// pgcatalog plans it with every option of its sequence (atlas writes only
+// START WITH and INCREMENT BY, and cannot add or drop an identity). A new
+// column keeps its identity in atlas's ADD COLUMN or CREATE TABLE (a NOT
+// NULL column cannot be added to rows without it), with options atlas
+// cannot write left to pgcatalog; the catalog keys of those are returned.
+func withoutIdentities(live, desired *state) []string {
+	defs := map[string]string{}
+	for _, o := range desired.objects {
+		if o.Kind == "identity" {
+			defs[o.Key()] = o.Def
+		}
+	}
+	var kept []string
+	for _, t := range desired.schema.Tables {
+		lt, _ := live.schema.Table(t.Name)
+		for _, c := range t.Columns {
+			i := slices.IndexFunc(c.Attrs, isIdentity)
+			if i < 0 {
+				continue
+			}
+			if lt != nil {
+				if _, exists := lt.Column(c.Name); exists {
+					c.Attrs = slices.Delete(c.Attrs, i, i+1)
+					continue
+				}
+			}
+			key := "identity " + quoteIdent(t.Name) + "." + quoteIdent(c.Name)
+			kept = append(kept, key)
+			if id := c.Attrs[i].(*postgres.Identity); lt == nil && !pgcatalog.AtlasIdentity(defs[key]) {
+				// A new table's is created with the defaults, which always
+				// hold, and restarted with its options: it has no rows.
+				c.Attrs[i] = &postgres.Identity{Generation: id.Generation}
+			}
+		}
+	}
+	for _, t := range live.schema.Tables {
+		for _, c := range t.Columns {
+			c.Attrs = slices.DeleteFunc(c.Attrs, isIdentity)
+		}
+	}
+	return kept
+}
+
+func isIdentity(a sqlschema.Attr) bool {
+	_, ok := a.(*postgres.Identity)
+	return ok
+}
+
+// retype gives a type change PostgreSQL cannot make by assignment (to or
+// from an enum, from a string type to another kind, between integer and
+// boolean) the USING cast atlas leaves out. Around such a change, and any
+// change of an enum column's type, the column's default is dropped first
+// (PostgreSQL refuses to cast it, and a default naming the old enum keeps
+// that type from being dropped) and set again after.
+func retype(c *sqlschema.ModifyColumn) []sqlschema.Change {
+	if !c.Change.Is(sqlschema.ChangeType) {
+		return []sqlschema.Change{c}
+	}
+	from, to := c.From.Type.Type, c.To.Type.Type
+	_, fromEnum := from.(*sqlschema.EnumType)
+	toEnum, isToEnum := to.(*sqlschema.EnumType)
+	_, fromString := from.(*sqlschema.StringType)
+	_, toString := to.(*sqlschema.StringType)
+	_, fromInt := from.(*sqlschema.IntegerType)
+	_, toInt := to.(*sqlschema.IntegerType)
+	_, fromBool := from.(*sqlschema.BoolType)
+	_, toBool := to.(*sqlschema.BoolType)
+	var target string
+	switch {
+	case isToEnum:
+		target = quoteIdent(toEnum.T)
+	case fromString && !toString && !fromEnum, fromInt && toBool, fromBool && toInt, fromEnum && !toString:
+		f, err := postgres.FormatType(to)
+		if err != nil {
+			return []sqlschema.Change{c}
+		}
+		target = f
+	}
+	if target != "" && !slices.ContainsFunc(c.Extra, func(a sqlschema.Clause) bool { _, ok := a.(*postgres.ConvertUsing); return ok }) {
+		col := quoteIdent(c.From.Name)
+		if fromEnum || fromString {
+			// Through text: an enum casts to another enum only so.
+			col += "::text"
+		}
+		c.Extra = append(c.Extra, &postgres.ConvertUsing{X: col + "::" + target})
+	}
+	if (target == "" && !fromEnum) || c.From.Default == nil {
+		return []sqlschema.Change{c}
+	}
+	bare := *c.From
+	bare.Default = nil
+	dropDefault := &sqlschema.ModifyColumn{From: c.From, To: &bare, Change: sqlschema.ChangeDefault}
+	rest := &sqlschema.ModifyColumn{From: &bare, To: c.To, Change: c.Change &^ sqlschema.ChangeDefault, Extra: c.Extra}
+	if c.To.Default != nil {
+		rest.Change |= sqlschema.ChangeDefault
+	}
+	return []sqlschema.Change{dropDefault, rest}
+}

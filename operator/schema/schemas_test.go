@@ -1,0 +1,168 @@
+package schema
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/report"
+)
+
+const twoSchemas = `
+CREATE SCHEMA billing;
+CREATE TABLE public.customers (id int PRIMARY KEY, name text NOT NULL);
+CREATE TABLE billing.customers (id int PRIMARY KEY, external_ref text);
+CREATE TABLE billing.invoices (
+  id int PRIMARY KEY,
+  customer_id int NOT NULL REFERENCES public.customers (id),
+  total numeric(10,2) NOT NULL DEFAULT 0
+);
+CREATE INDEX invoices_customer_idx ON billing.invoices (customer_id);
+CREATE VIEW billing.totals AS
+  SELECT c.name, sum(i.total) AS total FROM billing.invoices i JOIN public.customers c ON c.id = i.customer_id GROUP BY c.name;
+CREATE VIEW public.big_customers AS SELECT customer_id FROM billing.invoices WHERE total > 100;
+CREATE FUNCTION billing.touch() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;
+CREATE TRIGGER invoices_touch BEFORE UPDATE ON billing.invoices FOR EACH ROW EXECUTE FUNCTION billing.touch();
+COMMENT ON TABLE billing.invoices IS 'one row per invoice';
+`
+
+func tableExists(t *testing.T, db *database.DB, qualified string) bool {
+	t.Helper()
+	var ok bool
+	if err := db.QueryRow(`SELECT to_regclass($1) IS NOT NULL`, qualified).Scan(&ok); err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// TestSchemasOtherThanPublic: a plan keeps the schemas it is told (public
+// by default); desired SQL that names public. explicitly plans; two
+// schemas holding tables of the same name, a foreign key and views across
+// them plan, apply and converge; a schema nobody listed is neither planned
+// nor dropped, and desired SQL declaring one is refused.
+func TestSchemasOtherThanPublic(t *testing.T) {
+	e := newEngine(t)
+	ctx := context.Background()
+	both := e.o(Options{Schemas: []string{"public", "billing"}})
+
+	t.Run("public-qualified desired SQL, as pg_dump writes it", func(t *testing.T) {
+		db, _ := e.db(t)
+		desired := files(`CREATE TABLE public.t (id integer NOT NULL, note text);
+ALTER TABLE ONLY public.t ADD CONSTRAINT t_pkey PRIMARY KEY (id);
+CREATE VIEW public.v AS SELECT t.id FROM public.t;
+COMMENT ON COLUMN public.t.note IS 'free text';`)
+		p := mustPlan(t, db, desired, e.o(Options{}))
+		if p.Schemas != nil || p.Schema != "public" {
+			t.Fatalf("a plan of public alone names schemas %v (%s)", p.Schemas, p.Schema)
+		}
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("apply: %+v", res)
+		}
+		if again := mustPlan(t, db, desired, e.o(Options{})); len(again.Statements) != 0 {
+			t.Fatalf("not converged: %+v", again.Statements)
+		}
+	})
+
+	t.Run("two schemas with a foreign key and views across them converge", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE SCHEMA scratch; CREATE TABLE scratch.junk (id int); INSERT INTO scratch.junk VALUES (1);
+CREATE TABLE public.customers (id int PRIMARY KEY, name text NOT NULL); INSERT INTO public.customers VALUES (1, 'ada');`)
+		p := mustPlan(t, db, files(twoSchemas), both)
+		if len(p.Schemas) != 2 || p.Destructive {
+			t.Fatalf("plan: schemas %v destructive %v", p.Schemas, p.Destructive)
+		}
+		var sqls []string
+		for _, s := range p.Statements {
+			sqls = append(sqls, s.SQL)
+			if strings.Contains(s.SQL, "scratch") {
+				t.Errorf("an unmanaged schema is planned: %s", s.SQL)
+			}
+		}
+		all := strings.Join(sqls, "\n")
+		// The foreign key is pgcatalog's, as PostgreSQL prints it under
+		// billing's search path: qualified, since billing.customers
+		// shadows public.customers there.
+		if !strings.HasPrefix(all, "CREATE SCHEMA billing\n") || !strings.Contains(all, `REFERENCES public.customers(id)`) {
+			t.Fatalf("plan:\n%s", all)
+		}
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("apply: %+v\n%s", res, all)
+		}
+		if again := mustPlan(t, db, files(twoSchemas), both); len(again.Statements) != 0 {
+			t.Fatalf("not converged: %+v", again.Statements)
+		}
+		exec(t, db, `INSERT INTO billing.invoices VALUES (1, 1, 250)`)
+		var total string
+		if err := db.QueryRow(`SELECT total FROM billing.totals WHERE name = 'ada'`).Scan(&total); err != nil || total != "250.00" {
+			t.Fatalf("billing.totals: %q %v", total, err)
+		}
+		if !tableExists(t, db, "scratch.junk") {
+			t.Fatalf("the unmanaged scratch.junk was dropped")
+		}
+
+		// Change both schemas: a column on billing.invoices (the views over
+		// it are recreated around the change) and billing.customers dropped
+		// while public.customers stays.
+		next := strings.Replace(twoSchemas, "CREATE TABLE billing.customers (id int PRIMARY KEY, external_ref text);\n", "", 1)
+		next = strings.Replace(next, "total numeric(10,2) NOT NULL DEFAULT 0", "total numeric(12,2) NOT NULL DEFAULT 0,\n  note text", 1)
+		p = mustPlan(t, db, files(next), both)
+		if !p.Destructive {
+			t.Fatalf("dropping billing.customers is not destructive: %+v", p.Statements)
+		}
+		if _, err := ComputePlan(ctx, db, files(next), e.o(Options{Schemas: both.Schemas, Protected: []string{"billing.customers"}})); err == nil {
+			t.Fatalf("a plan dropping protected billing.customers was written")
+		} else {
+			wantCode(t, err, report.ProtectedTable)
+		}
+		if res := mustApply(t, db, p, ApplyOptions{AllowDestructive: true}); !res.Converged {
+			t.Fatalf("apply: %+v", res)
+		}
+		if again := mustPlan(t, db, files(next), both); len(again.Statements) != 0 {
+			t.Fatalf("not converged: %+v", again.Statements)
+		}
+		if tableExists(t, db, "billing.customers") || !tableExists(t, db, "public.customers") || !tableExists(t, db, "scratch.junk") {
+			t.Fatalf("wrong table dropped")
+		}
+		if err := db.QueryRow(`SELECT total FROM billing.totals WHERE name = 'ada'`).Scan(&total); err != nil || total != "250.00" {
+			t.Fatalf("billing.totals after the change: %q %v", total, err)
+		}
+	})
+
+	t.Run("a schema not listed is not planned, and declaring one is refused", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE SCHEMA billing; CREATE TABLE billing.invoices (id int);`)
+		p := mustPlan(t, db, files(`CREATE TABLE t (id int);`), e.o(Options{}))
+		for _, s := range p.Statements {
+			if strings.Contains(s.SQL, "billing") {
+				t.Fatalf("public-only plan touches billing: %s", s.SQL)
+			}
+		}
+		_, err := ComputePlan(ctx, db, files(twoSchemas), e.o(Options{}))
+		if e := wantCode(t, err, report.UnmanagedObject); !strings.Contains(e.Message, "billing") {
+			t.Fatalf("message: %s", e.Message)
+		}
+	})
+
+	t.Run("a listed schema the desired SQL does not create is emptied and dropped, and nothing else", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE SCHEMA billing; CREATE TABLE billing.invoices (id int); INSERT INTO billing.invoices VALUES (1);
+CREATE VIEW billing.v AS SELECT id FROM billing.invoices; CREATE SCHEMA scratch; CREATE TABLE scratch.junk (id int);`)
+		desired := files(`CREATE TABLE t (id int);`)
+		p := mustPlan(t, db, desired, both)
+		if !p.Destructive || !strings.HasPrefix(p.Statements[len(p.Statements)-1].SQL, "DROP SCHEMA billing") {
+			t.Fatalf("plan: %+v", p.Statements)
+		}
+		_, err := Apply(ctx, db, p, ApplyOptions{LockTimeout: 5e9})
+		wantCode(t, err, report.DestructiveRefused)
+		if res := mustApply(t, db, p, ApplyOptions{AllowDestructive: true}); !res.Converged {
+			t.Fatalf("apply: %+v", res)
+		}
+		if tableExists(t, db, "billing.invoices") || !tableExists(t, db, "scratch.junk") || !tableExists(t, db, "public.t") {
+			t.Fatalf("wrong tables after the drop")
+		}
+		if again := mustPlan(t, db, desired, both); len(again.Statements) != 0 {
+			t.Fatalf("not converged: %+v", again.Statements)
+		}
+	})
+}
