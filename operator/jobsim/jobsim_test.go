@@ -316,12 +316,13 @@ func TestKubeletRunsTheRunner(t *testing.T) {
 			t.Errorf("record does not echo the operation: %+v labels %v", rec.Spec, rec.Labels)
 		}
 		p := rec.Spec.Result.Plan
-		if p == nil || len(p.Statements) != 2 || !strings.HasPrefix(p.Digest, "sha256:") || p.Destructive {
-			t.Fatalf("record plan %+v, want two safe CREATE TABLE statements with a digest", p)
+		// Two tables, then the foreign key between them as its own statement.
+		if p == nil || len(p.Statements) != 3 || !strings.HasPrefix(p.Digest, "sha256:") || p.Destructive {
+			t.Fatalf("record plan %+v, want two safe CREATE TABLE statements and a foreign key, with a digest", p)
 		}
-		for i, table := range []string{"customers", "orders"} {
-			if s := p.Statements[i]; !strings.Contains(s.SQL, "CREATE TABLE") || !strings.Contains(s.SQL, table) || s.Severity != v1alpha1.SeveritySafe {
-				t.Errorf("statement %d = %+v, want a safe CREATE TABLE of %s", i, s, table)
+		for i, want := range []string{"CREATE TABLE \"public\".\"customers\"", "CREATE TABLE \"public\".\"orders\"", "ADD CONSTRAINT orders_customer_id_fkey FOREIGN KEY"} {
+			if s := p.Statements[i]; !strings.Contains(s.SQL, want) || s.Severity != v1alpha1.SeveritySafe {
+				t.Errorf("statement %d = %+v, want a safe statement containing %s", i, s, want)
 			}
 		}
 		// The plan the record carries is the one the manager hands to Apply.
