@@ -98,7 +98,7 @@ func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1
 	}
 	// A dispatched Apply runs to its end: spec edits (suspend included),
 	// binding changes and restarts wait for its result.
-	if running, err := r.applyRunning(ctx, m); running || err != nil {
+	if running, err := applyRunning(ctx, r.APIReader, m, m.Status.ActiveOperation); running || err != nil {
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -121,31 +121,6 @@ func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1
 		return r.hold(ctx, m)
 	}
 	return r.rest(ctx, m)
-}
-
-// applyRunning reports whether the active claim is an Apply whose Job was
-// created, adopting one a manager created but stopped before recording.
-func (r *MigrationReconciler) applyRunning(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
-	c := m.Status.ActiveOperation
-	if c == nil || c.Type != v1alpha1.OperationApply {
-		return false, nil
-	}
-	if c.JobUID != "" {
-		return true, nil
-	}
-	var j batchv1.Job
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, &j)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read Job %s/%s of the active Apply of PtahMigration %s: %w", m.Namespace, c.JobName, m.Name, err)
-	}
-	if !metav1.IsControlledBy(&j, m) {
-		return false, nil
-	}
-	c.JobUID = string(j.UID)
-	return true, nil
 }
 
 // outdated reports whether the spec or the execution binding changed since

@@ -81,7 +81,7 @@ func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema)
 	// A dispatched Apply runs to its end: spec edits (suspend included),
 	// binding changes, lease lapses and restarts wait for its result, and
 	// only then does the new generation start again from Resolve.
-	if running, err := r.applyRunning(ctx, s); running || err != nil {
+	if running, err := applyRunning(ctx, r.APIReader, s, s.Status.ActiveOperation); running || err != nil {
 		if err != nil {
 			return reconcile.Result{}, err
 		}
@@ -100,33 +100,6 @@ func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema)
 		return r.hold(ctx, s)
 	}
 	return r.rest(ctx, s)
-}
-
-// applyRunning reports whether the active claim is an Apply whose Job was
-// created. A Job a manager created but stopped before recording is found by
-// its name and adopted, so a restart never mistakes it for an undispatched
-// claim and deletes it.
-func (r *SchemaReconciler) applyRunning(ctx context.Context, s *v1alpha1.PtahSchema) (bool, error) {
-	c := s.Status.ActiveOperation
-	if c == nil || c.Type != v1alpha1.OperationApply {
-		return false, nil
-	}
-	if c.JobUID != "" {
-		return true, nil
-	}
-	var j batchv1.Job
-	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &j)
-	if apierrors.IsNotFound(err) {
-		return false, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("read Job %s/%s of the active Apply: %w", s.Namespace, c.JobName, err)
-	}
-	if !metav1.IsControlledBy(&j, s) {
-		return false, nil
-	}
-	c.JobUID = string(j.UID)
-	return true, nil
 }
 
 // outdated reports whether the spec or the execution binding changed since
