@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -29,12 +30,17 @@ func TestMetricsAfterConvergence(t *testing.T) {
 	e.schema()
 	inSync(e)
 
-	resp, err := http.Get("http://" + addr + "/metrics")
-	must(t, err)
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	must(t, err)
+	// The gauges follow the status write that the test saw, so the scrape is
+	// repeated until it reflects it or the bound passes.
+	var families map[string]*dto.MetricFamily
+	scrape := func() {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		must(t, err)
+		defer resp.Body.Close()
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err = parser.TextToMetricFamilies(resp.Body)
+		must(t, err)
+	}
 	value := func(family string, labels map[string]string) (float64, bool) {
 		f, ok := families[family]
 		if !ok {
@@ -78,11 +84,22 @@ func TestMetricsAfterConvergence(t *testing.T) {
 		{"ptah_operation_duration_seconds", mine("type", "Plan", "outcome", "succeeded"), func(v float64) bool { return v >= 1 }, "at least 1 observation"},
 		{"controller_runtime_reconcile_total", map[string]string{"controller": "ptahschema", "result": "success"}, func(v float64) bool { return v > 0 }, "controller-runtime's series too"},
 	}
-	for _, c := range checks {
-		v, ok := value(c.family, c.labels)
-		if !ok || !c.ok(v) {
-			t.Errorf("%s%v = %v (present %v), want %s", c.family, c.labels, v, ok, c.want)
+	var failures []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		scrape()
+		failures = failures[:0]
+		for _, c := range checks {
+			v, ok := value(c.family, c.labels)
+			if !ok || !c.ok(v) {
+				failures = append(failures, fmt.Sprintf("%s%v = %v (present %v), want %s", c.family, c.labels, v, ok, c.want))
+			}
 		}
+		if len(failures) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, f := range failures {
+		t.Error(f)
 	}
 	if t.Failed() {
 		var names []string
