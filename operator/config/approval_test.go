@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,24 +55,8 @@ func TestApprovalApprover(t *testing.T) {
 
 	// alice may create and change approvals and nothing else; she reaches the
 	// API server as herself through impersonation.
-	role := &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{{
-		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahschemaapprovals"},
-		Verbs: []string{"create", "get", "update", "patch"},
-	}}}
-	role.Name = "ptah-approver"
-	binding := &rbacv1.ClusterRoleBinding{
-		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
-		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "alice"}},
-	}
-	binding.Name = "ptah-approver-alice"
-	for _, o := range []client.Object{role, binding} {
-		if err := admin.Create(ctx, o); err != nil {
-			t.Fatal(err)
-		}
-	}
-	aliceCfg := rest.CopyConfig(api.Config)
-	aliceCfg.Impersonate = rest.ImpersonationConfig{UserName: "alice", Groups: []string{"ptah-approvers"}}
-	alice := newClient(t, aliceCfg)
+	alice := impersonated(t, ctx, admin, api.Config, "alice", []string{"ptah-approvers"},
+		[]string{"ptahschemaapprovals"}, []string{"create", "get", "update", "patch"})
 
 	t.Run("a forged approver is refused by the validating policy alone", func(t *testing.T) {
 		createFile(t, admin, "admission/approval-approver.yaml")
@@ -174,4 +159,28 @@ func TestApprovalApprover(t *testing.T) {
 		a.Spec.PlanFingerprint = "f2"
 		refusal(t, admin.Update(ctx, &a), "spec", "an approval is immutable")
 	})
+}
+
+// impersonated grants user the verbs on the group's resources through a
+// ClusterRole and its binding, and returns a client that reaches the API
+// server as that user in groups.
+func impersonated(t *testing.T, ctx context.Context, admin client.Client, cfg *rest.Config, user string, groups, resources, verbs []string) client.Client {
+	t.Helper()
+	role := &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{{
+		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: resources, Verbs: verbs,
+	}}}
+	role.Name = "ptah-" + user + "-" + strings.Join(resources, "-")
+	binding := &rbacv1.ClusterRoleBinding{
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+	}
+	binding.Name = role.Name
+	for _, o := range []client.Object{role, binding} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: groups}
+	return newClient(t, as)
 }

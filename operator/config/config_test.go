@@ -111,6 +111,32 @@ func validPlan(name string) *unstructured.Unstructured {
 }
 
 // refusal asserts err is an Invalid or Forbidden refusal naming every part.
+// fieldRefusal is one field set to a value admission must refuse, and the
+// parts the refusal must name.
+type fieldRefusal struct {
+	name  string
+	path  []string
+	value any // nil removes the field
+	want  []string
+}
+
+// refuseEach creates, for each case, a valid object with the field changed,
+// and checks that the API server refuses it naming what the case wants.
+func refuseEach(t *testing.T, ctx context.Context, c client.Client, valid func(string) *unstructured.Unstructured, cases []fieldRefusal) {
+	t.Helper()
+	for i, tc := range cases {
+		t.Run(tc.name+" is refused", func(t *testing.T) {
+			u := valid("bad-" + string(rune('a'+i)))
+			if tc.value == nil {
+				unstructured.RemoveNestedField(u.Object, tc.path...)
+			} else if err := unstructured.SetNestedField(u.Object, tc.value, tc.path...); err != nil {
+				t.Fatal(err)
+			}
+			refusal(t, c.Create(ctx, u), tc.want...)
+		})
+	}
+}
+
 func refusal(t *testing.T, err error, parts ...string) {
 	t.Helper()
 	if err == nil {
@@ -170,12 +196,7 @@ func TestCRDValidation(t *testing.T) {
 
 	// Each case breaks one rule of a valid PtahSchema; the refusal must name
 	// the field and say what is wrong.
-	cases := []struct {
-		name  string
-		path  []string
-		value any // nil removes the field
-		want  []string
-	}{
+	refuseEach(t, ctx, c, validSchema, []fieldRefusal{
 		{"ociRef with another scheme", []string{"spec", "desired", "ociRef"}, "https://127.0.0.1:5000/schemas/orders:v1", []string{"spec.desired.ociRef", "should match"}},
 		{"ociRef without tag or digest", []string{"spec", "desired", "ociRef"}, "oci://127.0.0.1:5000/schemas/orders", []string{"spec.desired.ociRef", "should match"}},
 		{"ociRef with a short digest", []string{"spec", "desired", "ociRef"}, "oci://127.0.0.1:5000/schemas/orders@sha256:abc", []string{"spec.desired.ociRef", "should match"}},
@@ -194,18 +215,7 @@ func TestCRDValidation(t *testing.T) {
 		{"unknown apply policy", []string{"spec", "policy", "apply"}, "Sometimes", []string{"spec.policy.apply", "Unsupported value"}},
 		{"protected table that is not a name", []string{"spec", "policy", "protectedTables"}, []any{"orders; DROP TABLE x"}, []string{"spec.policy.protectedTables[0]", "should match"}},
 		{"runnerImage with a space", []string{"spec", "execution", "runnerImage"}, "ptah executor", []string{"spec.execution.runnerImage", "should match"}},
-	}
-	for i, tc := range cases {
-		t.Run(tc.name+" is refused", func(t *testing.T) {
-			u := validSchema("bad-" + string(rune('a'+i)))
-			if tc.value == nil {
-				unstructured.RemoveNestedField(u.Object, tc.path...)
-			} else if err := unstructured.SetNestedField(u.Object, tc.value, tc.path...); err != nil {
-				t.Fatal(err)
-			}
-			refusal(t, c.Create(ctx, u), tc.want...)
-		})
-	}
+	})
 
 	t.Run("PtahSchemaPlan spec update is refused", func(t *testing.T) {
 		u := validPlan("orders-f1")
