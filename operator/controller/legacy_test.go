@@ -285,7 +285,7 @@ func TestEventTerminationSummaryRefused(t *testing.T) {
 	m := migrated(e, 3)
 	if !conditionIs(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled) ||
 		!strings.Contains(conditionMessage(m, v1alpha1.ConditionUnresolvedRun), "outcome Applied") {
-		t.Errorf("the reading did not settle the run as Applied: %s %q", migrationConditions(m), conditionMessage(m, v1alpha1.ConditionUnresolvedRun))
+		t.Errorf("the reading did not settle the run as Applied: %s %q", conditions(m), conditionMessage(m, v1alpha1.ConditionUnresolvedRun))
 	}
 	if h := e.history(); h != "1 2 3" {
 		t.Errorf("history %q", h)

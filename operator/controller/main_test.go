@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -414,15 +415,20 @@ func (e *env) await(name, what string, timeout time.Duration, ok func(*v1alpha1.
 
 // condition is a wait predicate: type=status (reason) at the current generation.
 func condition(typ string, status metav1.ConditionStatus, reason string) func(*v1alpha1.PtahSchema) bool {
-	return func(s *v1alpha1.PtahSchema) bool {
-		c := meta.FindStatusCondition(s.Status.Conditions, typ)
-		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == s.Generation
-	}
+	return func(s *v1alpha1.PtahSchema) bool { return holds(s, typ, status, reason) }
 }
 
-func conditions(s *v1alpha1.PtahSchema) string {
+// holds reports whether o's condition typ is status (reason) at o's
+// current generation.
+func holds(o subject, typ string, status metav1.ConditionStatus, reason string) bool {
+	c := meta.FindStatusCondition(*o.SubjectConditions(), typ)
+	return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == o.GetGeneration()
+}
+
+// conditions lists o's conditions for a failure message.
+func conditions(o subject) string {
 	var b strings.Builder
-	for _, c := range s.Status.Conditions {
+	for _, c := range *o.SubjectConditions() {
 		fmt.Fprintf(&b, "%s=%s(%s) ", c.Type, c.Status, c.Reason)
 	}
 	return b.String()
@@ -618,3 +624,30 @@ func (m *mainTB) cleanup() {
 		os.RemoveAll(d)
 	}
 }
+
+// jobGate holds the first Job whose name starts with prefix in the simulated
+// kubelet until it is opened; held receives that Job's name.
+type jobGate struct {
+	prefix  string
+	held    chan string
+	release chan struct{}
+	once    atomic.Bool
+}
+
+func holdFirst(prefix string) *jobGate {
+	return &jobGate{prefix: prefix, held: make(chan string, 1), release: make(chan struct{})}
+}
+
+// hold is a kubelet Hold function.
+func (g *jobGate) hold(ctx context.Context, j *batchv1.Job) {
+	if !strings.HasPrefix(j.Name, g.prefix) || !g.once.CompareAndSwap(false, true) {
+		return
+	}
+	g.held <- j.Name
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+	}
+}
+
+func (g *jobGate) open() { close(g.release) }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,25 +134,14 @@ func (e *env) awaitMigration(what string, timeout time.Duration, ok func(*v1alph
 		}
 		if time.Now().After(deadline) {
 			e.t.Fatalf("PtahMigration shop: %s did not happen within %s; phase %s, conditions %s, lastFailure %+v, active %+v\nevents:\n%s\nlast runs:\n%s",
-				what, timeout, m.Status.Phase, migrationConditions(m), m.Status.LastFailure, m.Status.ActiveOperation, e.eventLines(), e.runLogs(2))
+				what, timeout, m.Status.Phase, conditions(m), m.Status.LastFailure, m.Status.ActiveOperation, e.eventLines(), e.runLogs(2))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 }
 
 func migrationCondition(typ string, status metav1.ConditionStatus, reason string) func(*v1alpha1.PtahMigration) bool {
-	return func(m *v1alpha1.PtahMigration) bool {
-		c := meta.FindStatusCondition(m.Status.Conditions, typ)
-		return c != nil && c.Status == status && c.Reason == reason && c.ObservedGeneration == m.Generation
-	}
-}
-
-func migrationConditions(m *v1alpha1.PtahMigration) string {
-	var b strings.Builder
-	for _, c := range m.Status.Conditions {
-		fmt.Fprintf(&b, "%s=%s(%s) ", c.Type, c.Status, c.Reason)
-	}
-	return b.String()
+	return func(m *v1alpha1.PtahMigration) bool { return holds(m, typ, status, reason) }
 }
 
 // migrated waits for InSync=True (ScopedConverged) at version.

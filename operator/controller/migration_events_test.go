@@ -61,7 +61,7 @@ func TestEventOperationFailedOnMigration(t *testing.T) {
 	m := e.awaitMigration("ReconciliationFailed=True (OperationFailed)", 10*time.Second,
 		migrationCondition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed))
 	if !conditionIs(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed) {
-		t.Errorf("an unreachable database is not DatabaseReachable=False: %s", migrationConditions(m))
+		t.Errorf("an unreachable database is not DatabaseReachable=False: %s", conditions(m))
 	}
 	if retried := e.migrationEvents(v1alpha1.EventOperationRetried); len(retried) != 0 {
 		t.Errorf("OperationRetried past the bound of 1 attempt: %q", retried)
@@ -191,7 +191,7 @@ func TestEventMigrationRunUncertain(t *testing.T) {
 	m = migrated(e, 3)
 	if !conditionIs(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled) ||
 		!strings.Contains(conditionMessage(m, v1alpha1.ConditionUnresolvedRun), "outcome NotApplied") || m.Status.UnresolvedRun != nil {
-		t.Errorf("the reading did not settle the run: %s %q", migrationConditions(m), conditionMessage(m, v1alpha1.ConditionUnresolvedRun))
+		t.Errorf("the reading did not settle the run: %s %q", conditions(m), conditionMessage(m, v1alpha1.ConditionUnresolvedRun))
 	}
 	if _, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
 		t.Errorf("the annotation copy outlived the settled run")
@@ -345,7 +345,7 @@ func TestEventRunnerProtocolMismatchOnMigration(t *testing.T) {
 		return m.Status.ActiveOperation != nil && m.Status.ActiveOperation.Attempt == 2
 	})
 	if !conditionIs(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed) {
-		t.Errorf("conditions after a protocol mismatch: %s", migrationConditions(m))
+		t.Errorf("conditions after a protocol mismatch: %s", conditions(m))
 	}
 }
 
@@ -513,28 +513,19 @@ func TestMigrationOnApproval(t *testing.T) {
 // and data of each version ran once.
 func TestMigrationAppliedOnceAcrossRestart(t *testing.T) {
 	t.Parallel()
-	held, release := make(chan string, 1), make(chan struct{})
-	var once atomic.Bool
+	g := holdFirst("ptah-apply-shop-")
 	e := newEnv(t, func(o *envOption) {
-		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
-			if strings.HasPrefix(j.Name, "ptah-apply-shop-") && once.CompareAndSwap(false, true) {
-				held <- j.Name
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}
-		}
+		o.kubelet.Hold = g.hold
 	})
 	e.migration(pushMigrations(t, "restart-"+e.ns, migrationsV1))
 	var job string
 	select {
-	case job = <-held:
+	case job = <-g.held:
 	case <-time.After(converge):
 		t.Fatalf("no Apply Job ran; events:\n%s", e.eventLines())
 	}
 	e.stop()
-	close(release)
+	g.open()
 	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := e.kubelet.Wait(wctx, e.ns, job); err != nil {
@@ -559,21 +550,12 @@ func TestMigrationAppliedOnceAcrossRestart(t *testing.T) {
 // result is recorded, and only then does the migration stop.
 func TestMigrationApplyOutlivesSuspendAndEdits(t *testing.T) {
 	t.Parallel()
-	held, release := make(chan string, 1), make(chan struct{})
-	var once atomic.Bool
+	g := holdFirst("ptah-apply-shop-")
 	e := newEnv(t, func(o *envOption) {
-		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
-			if strings.HasPrefix(j.Name, "ptah-apply-shop-") && once.CompareAndSwap(false, true) {
-				held <- j.Name
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}
-		}
+		o.kubelet.Hold = g.hold
 	})
 	e.migration(pushMigrations(t, "suspend-"+e.ns, migrationsV1))
-	job := <-held
+	job := <-g.held
 	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Suspend = true; m.Spec.TargetVersion = "1" })
 	time.Sleep(2 * time.Second) // the manager sees the edit while the Job is held
 	var j batchv1.Job
@@ -581,7 +563,7 @@ func TestMigrationApplyOutlivesSuspendAndEdits(t *testing.T) {
 	if !j.DeletionTimestamp.IsZero() {
 		t.Fatalf("the running Apply Job was deleted after a spec edit")
 	}
-	close(release)
+	g.open()
 	e.awaitMigrationEvent(v1alpha1.EventMigrationRunFinished, converge, func(msg string) bool { return strings.Contains(msg, "Applied: versions 1,2,3") })
 	e.awaitMigration("Suspended", 30*time.Second, func(m *v1alpha1.PtahMigration) bool {
 		return m.Status.Phase == v1alpha1.PhaseSuspended && m.Status.ActiveOperation == nil && m.Status.ObservedGeneration == m.Generation
@@ -602,18 +584,9 @@ func TestMigrationApplyOutlivesSuspendAndEdits(t *testing.T) {
 // deadline, and the new generation goes on.
 func TestEventMigrationJobCleanupDeferred(t *testing.T) {
 	t.Parallel()
-	held, release := make(chan string, 1), make(chan struct{})
-	var once atomic.Bool
+	g := holdFirst("ptah-observe-shop-")
 	e := newEnv(t, func(o *envOption) {
-		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
-			if strings.HasPrefix(j.Name, "ptah-observe-shop-") && once.CompareAndSwap(false, true) {
-				held <- j.Name
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}
-		}
+		o.kubelet.Hold = g.hold
 		o.migration = func(r *MigrationReconciler) {
 			r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
 				Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
@@ -625,9 +598,9 @@ func TestEventMigrationJobCleanupDeferred(t *testing.T) {
 			})
 		}
 	})
-	t.Cleanup(func() { close(release) })
+	t.Cleanup(func() { g.open() })
 	e.migration(pushMigrations(t, "cleanup-"+e.ns, migrationsV1))
-	job := <-held
+	job := <-g.held
 	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.TargetVersion = "2" })
 	ev := e.awaitMigrationEvent(v1alpha1.EventMigrationJobCleanupDeferred, 30*time.Second, nil)
 	assertEvent(t, ev, "shop")
@@ -677,7 +650,7 @@ func TestEventTargetLockReleaseOwed(t *testing.T) {
 	must(t, err)
 	m = migrated(e, 3)
 	if !conditionIs(m, v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled) {
-		t.Errorf("the run is not settled: %s", migrationConditions(m))
+		t.Errorf("the run is not settled: %s", conditions(m))
 	}
 }
 
@@ -687,21 +660,12 @@ func TestEventTargetLockReleaseOwed(t *testing.T) {
 // then the deletion completes.
 func TestMigrationDeletionWaitsForApply(t *testing.T) {
 	t.Parallel()
-	held, release := make(chan string, 1), make(chan struct{})
-	var once atomic.Bool
+	g := holdFirst("ptah-apply-shop-")
 	e := newEnv(t, func(o *envOption) {
-		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
-			if strings.HasPrefix(j.Name, "ptah-apply-shop-") && once.CompareAndSwap(false, true) {
-				held <- j.Name
-				select {
-				case <-release:
-				case <-ctx.Done():
-				}
-			}
-		}
+		o.kubelet.Hold = g.hold
 	})
 	e.migration(pushMigrations(t, "delete-"+e.ns, migrationsV1))
-	job := <-held
+	job := <-g.held
 	e.awaitMigration("the Apply Job recorded", 20*time.Second, func(m *v1alpha1.PtahMigration) bool {
 		return m.Status.ActiveOperation != nil && m.Status.ActiveOperation.JobUID != ""
 	})
@@ -710,7 +674,7 @@ func TestMigrationDeletionWaitsForApply(t *testing.T) {
 	if err := shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "shop"}, &v1alpha1.PtahMigration{}); err != nil {
 		t.Fatalf("the migration went while its Apply ran: %v", err)
 	}
-	close(release)
+	g.open()
 	wctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := e.kubelet.Wait(wctx, e.ns, job); err != nil {

@@ -36,7 +36,7 @@ func TestEventMigrationRunFinished(t *testing.T) {
 		t.Errorf("migration 3 ran %s times", n)
 	}
 	if !conditionIs(m, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) || m.Status.Phase != v1alpha1.PhaseInSync {
-		t.Errorf("converged migration: phase %s, %s", m.Status.Phase, migrationConditions(m))
+		t.Errorf("converged migration: phase %s, %s", m.Status.Phase, conditions(m))
 	}
 	// Nothing a deletion would lose: no finalizer holds it for a manager.
 	if len(m.Finalizers) != 0 {
