@@ -7,23 +7,22 @@ import (
 	"strconv"
 	"time"
 
-	"ptah.run/operator/recorder/evidence"
-	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/terminal"
 )
 
 // loadRecording reads runs.json in dir, checks it against the recording's
 // schema and builds the site's model from it.
 func loadRecording(dir string) (*Site, error) {
-	path := filepath.Join(dir, recording.RunsFile)
+	path := filepath.Join(dir, runs.File)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the recording: %w (record the scenarios first, or pass -recording)", err)
 	}
-	if err := recording.Validate(raw); err != nil {
+	if err := runs.Validate(raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r, err := recording.Read(path)
+	r, err := runs.Read(path)
 	if err != nil {
 		return nil, err
 	}
@@ -33,7 +32,7 @@ func loadRecording(dir string) (*Site, error) {
 // model turns a recording into what the pages show. Output lines are shown
 // as a terminal shows them (escape sequences gone), the same way the cast's
 // screen is read, so the two can be compared.
-func model(r *recording.Recording) (*Site, error) {
+func model(r *runs.Recording) (*Site, error) {
 	at, err := time.Parse(time.RFC3339, r.RecordedAt)
 	if err != nil {
 		return nil, fmt.Errorf("recordedAt %q is not an RFC 3339 time: %w", r.RecordedAt, err)
@@ -70,7 +69,7 @@ func model(r *recording.Recording) (*Site, error) {
 
 // facts lists what a check observed, in the words of the recording's
 // fields, so a reader sees what was read rather than our summary of it.
-func facts(e evidence.Evidence) []Fact {
+func facts(e runs.Evidence) []Fact {
 	var out []Fact
 	add := func(name, value string) { out = append(out, Fact{name, value}) }
 	if e.Exit != nil {

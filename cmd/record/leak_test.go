@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"ptah.run/operator/acceptance/testenv"
-	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 )
 
 // The values of the lab these tests record against. The application's
@@ -195,7 +195,7 @@ func TestLeaksAreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := recording.Validate(raw); err != nil {
+		if err := runs.Validate(raw); err != nil {
 			t.Error(err)
 		}
 	})
@@ -231,7 +231,7 @@ func TestHeavyStepsEndInsideTheirBounds(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := recording.Validate(raw); err != nil {
+				if err := runs.Validate(raw); err != nil {
 					t.Errorf("runs.json is not a valid recording: %v", err)
 				}
 				return

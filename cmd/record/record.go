@@ -16,6 +16,7 @@ import (
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 	"ptah.run/operator/recorder/session"
 )
@@ -140,7 +141,7 @@ func mergeTarget(file string, lab labenv.Versions) (*recording.Recording, error)
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	r, err := recording.Read(file)
+	r, err := runs.Read(file)
 	if err != nil {
 		return nil, err
 	}

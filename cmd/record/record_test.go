@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"ptah.run/operator/acceptance/testenv"
-	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 )
 
 const scenarioYAML = `id: config-demo
@@ -111,10 +111,10 @@ func TestRecordVerifyOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := recording.Validate(raw); err != nil {
+	if err := runs.Validate(raw); err != nil {
 		t.Error(err)
 	}
-	rec, _ := recording.Read(out)
+	rec, _ := runs.Read(out)
 	if got := rec.Scenarios[0].Events[0].Output[0].Text; got != "configmap/demo-run created" {
 		t.Errorf("published output %q, want the run id normalized", got)
 	}

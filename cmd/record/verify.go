@@ -7,6 +7,7 @@ import (
 	"os"
 
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 )
 
@@ -30,11 +31,11 @@ func verify(o options, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "record: read the recording: %v; record one first (make demo)\n", err)
 		return 1
 	}
-	if err := recording.Validate(raw); err != nil {
+	if err := runs.Validate(raw); err != nil {
 		fmt.Fprintf(stderr, "record: %s: %v\n", o.output, err)
 		return 1
 	}
-	rec, err := recording.Read(o.output)
+	rec, err := runs.Read(o.output)
 	if err != nil {
 		fmt.Fprintf(stderr, "record: %v\n", err)
 		return 1

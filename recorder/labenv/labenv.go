@@ -30,17 +30,12 @@ import (
 	"strings"
 
 	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/runs"
 )
 
-// Versions identify the lab a recording was made against; two recordings
-// may be merged only when their versions are equal.
-type Versions struct {
-	Kubernetes     string `json:"kubernetes"`
-	Kind           string `json:"kind"`
-	OperatorCommit string `json:"operatorCommit"`
-	PtahVersion    string `json:"ptahVersion"`
-	ExecutorDigest string `json:"executorDigest"`
-}
+// Versions identify the lab a recording was made against (runs.json holds
+// them, so they live in package runs).
+type Versions = runs.Versions
 
 // Secret is one credential value and where it came from (never printed).
 type Secret struct {

@@ -1,8 +1,4 @@
-// Package evidence is the published record of a check: the claim, whether
-// it held and what was seen. It is a leaf (no cluster client), so the
-// recording and the site built from it can hold checks; package check makes
-// and judges them.
-package evidence
+package runs
 
 // Check is one claim, whether it held, and what was seen.
 type Check struct {
