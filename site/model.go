@@ -20,10 +20,13 @@ type Site struct {
 type Lab struct {
 	Kubernetes Value
 	Operator   Value
-	Ptah       Value
-	Executor   Value
-	Recorded   Value
-	Scenarios  Value
+	// OperatorSource is the digest of the operator's own files the images
+	// were built from.
+	OperatorSource Value
+	Ptah           Value
+	Executor       Value
+	Recorded       Value
+	Scenarios      Value
 }
 
 // Value is a fact shown short, with the whole of it one hover away.

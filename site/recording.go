@@ -39,12 +39,13 @@ func model(r *runs.Recording) (*Site, error) {
 	}
 	s := &Site{
 		Lab: Lab{
-			Kubernetes: Value{Short: r.Lab.Kubernetes, Full: r.Lab.Kubernetes},
-			Operator:   short(r.Lab.OperatorCommit),
-			Ptah:       Value{Short: r.Lab.PtahVersion, Full: r.Lab.PtahVersion},
-			Executor:   short(r.Lab.ExecutorDigest),
-			Recorded:   Value{Short: at.UTC().Format(time.DateOnly), Full: at.UTC().Format(time.RFC3339)},
-			Scenarios:  short(r.ScenariosCommit),
+			Kubernetes:     Value{Short: r.Lab.Kubernetes, Full: r.Lab.Kubernetes},
+			Operator:       short(r.Lab.OperatorCommit),
+			OperatorSource: short(r.Lab.OperatorSource),
+			Ptah:           Value{Short: r.Lab.PtahVersion, Full: r.Lab.PtahVersion},
+			Executor:       short(r.Lab.ExecutorDigest),
+			Recorded:       Value{Short: at.UTC().Format(time.DateOnly), Full: at.UTC().Format(time.RFC3339)},
+			Scenarios:      short(r.ScenariosCommit),
 		},
 	}
 	for _, n := range r.Environment {

@@ -15,6 +15,7 @@ import (
 	"ptah.run/operator/recorder/envnames"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
+	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
@@ -62,6 +63,10 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 1, err
 	}
+	src, err := boundSource(root, lab)
+	if err != nil {
+		return 1, err
+	}
 	var existing *recording.Recording
 	if o.only != "" {
 		if existing, err = mergeTarget(o.output, lab.Versions); err != nil {
@@ -104,6 +109,7 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	}
 	out.RecordedAt = time.Now().UTC().Format(time.RFC3339)
 	out.ScenariosCommit, out.ScenariosDescribe = commit, describe
+	out.OperatorFiles = src.Files
 	out.Environment = nil
 	for _, n := range envnames.Published() {
 		out.Environment = append(out.Environment, recording.Name{Name: n.Name, Meaning: n.Meaning})
@@ -124,6 +130,25 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	fmt.Fprintf(stdout, "recorded %d %s, %d checks held, into %s (scenarios at %s)\n",
 		len(recorded), plural(len(recorded), "scenario"), held, o.output, describe)
 	return 0, nil
+}
+
+// boundSource reads the operator source of the tree and refuses a lab whose
+// images were built from another: a recording names the operator it
+// demonstrates, and that must be the one that ran.
+func boundSource(root string, lab *labenv.Lab) (opsource.Source, error) {
+	src, err := opsource.Read(root)
+	if err != nil {
+		return src, err
+	}
+	switch lab.Versions.OperatorSource {
+	case src.Digest:
+		return src, nil
+	case "":
+		return src, fmt.Errorf("refused: %s names no operator source (PTAH_LAB_OPERATOR_SOURCE), so its images may be from any tree; rebuild them from this one with `make demo-up`", lab.File)
+	default:
+		return src, fmt.Errorf("refused: the lab's operator images were built from operator source %s, this tree's is %s (%s changed since `make images`); rebuild and reinstall them with `make demo-up`",
+			lab.Versions.OperatorSource, src.Digest, strings.Join(opsource.Paths, ", "))
+	}
 }
 
 func only(all []scenario.Scenario, id string) []scenario.Scenario {

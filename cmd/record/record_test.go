@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/runs"
 )
 
@@ -39,6 +40,8 @@ steps:
       stdout_contains: [blue]
       stdout_absent: ["nobody:nobody"]
 `
+
+const operatorGo = "package controller\n\nfunc Reconcile() int {\n\treturn 1\n}\n"
 
 type repo struct {
 	t   *testing.T
@@ -78,20 +81,28 @@ func TestRecordVerifyOnly(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(lab, "secrets"), []byte("s3cret-lab-value\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	r := repo{t, t.TempDir()}
+	r.git("init", "-q")
+	r.write("scenarios/config-demo.yaml", scenarioYAML)
+	r.write("operator/controller/reconcile.go", operatorGo)
+	r.write("operator/controller/reconcile_test.go", "package controller\n")
+	r.git("add", ".")
+	r.git("commit", "-qm", "scenarios")
+	src, err := opsource.Read(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	envFile := filepath.Join(lab, "environment")
+	source := src.Digest
 	writeEnv := func(kubernetes string) {
-		env := "KUBECONFIG=" + api.Kubeconfig + "\nNAMESPACE=default\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_KUBERNETES=" + kubernetes + "\n"
+		env := "KUBECONFIG=" + api.Kubeconfig + "\nNAMESPACE=default\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_KUBERNETES=" + kubernetes +
+			"\nPTAH_LAB_OPERATOR_SOURCE=" + source + "\n"
 		if err := os.WriteFile(envFile, []byte(env), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
 	writeEnv("v1.37.2")
-
-	r := repo{t, t.TempDir()}
-	r.git("init", "-q")
-	r.write("scenarios/config-demo.yaml", scenarioYAML)
-	r.git("add", ".")
-	r.git("commit", "-qm", "scenarios")
 	t.Chdir(r.dir)
 	junit := filepath.Join(lab, "junit.xml")
 	out := filepath.Join(r.dir, "demo/recordings/runs.json")
@@ -117,6 +128,9 @@ func TestRecordVerifyOnly(t *testing.T) {
 	rec, _ := runs.Read(out)
 	if got := rec.Scenarios[0].Events[0].Output[0].Text; got != "configmap/demo-run created" {
 		t.Errorf("published output %q, want the run id normalized", got)
+	}
+	if rec.Lab.OperatorSource != src.Digest || len(rec.OperatorFiles) != 1 || rec.OperatorFiles["operator/controller/reconcile.go"] == "" {
+		t.Errorf("recorded operator source %s %v, want %s over operator/controller/reconcile.go alone", rec.Lab.OperatorSource, rec.OperatorFiles, src.Digest)
 	}
 	if rec.Scenarios[0].File != "scenarios/config-demo.yaml" || len(rec.ScenariosCommit) != 40 || len(rec.Environment) == 0 {
 		t.Errorf("recording metadata: file %q commit %q environment %d", rec.Scenarios[0].File, rec.ScenariosCommit, len(rec.Environment))
@@ -162,6 +176,43 @@ func TestRecordVerifyOnly(t *testing.T) {
 			t.Errorf("verify of a changed definition exited %d: %s", code, stderr)
 		}
 		r.git("checkout", "scenarios/config-demo.yaml")
+	})
+
+	t.Run("verify names a one-line operator change and says how to re-record", func(t *testing.T) {
+		defer r.git("checkout", "operator/controller/reconcile.go")
+		r.write("operator/controller/reconcile.go", strings.Replace(operatorGo, "return 1", "return 2", 1))
+		code, _, stderr := runRecord(t, "-verify", "-scenarios", "scenarios", "-output", out)
+		if code != 1 || !strings.Contains(stderr, "the operator source changed since it was recorded") ||
+			!strings.Contains(stderr, "changed operator/controller/reconcile.go") || !strings.Contains(stderr, "make demo-up") {
+			t.Errorf("verify after an operator change exited %d: %s", code, stderr)
+		}
+		if strings.Contains(stderr, "mismatch") {
+			t.Errorf("verify blamed the scenarios for an operator change: %s", stderr)
+		}
+	})
+
+	t.Run("verify names an added operator file, not a changed test", func(t *testing.T) {
+		r.write("operator/controller/reconcile_test.go", "package controller\n\n// changed\n")
+		defer r.git("checkout", "operator/controller/reconcile_test.go")
+		if code, _, stderr := runRecord(t, "-verify", "-scenarios", "scenarios", "-output", out); code != 0 {
+			t.Errorf("a changed test failed verify: %s", stderr)
+		}
+		r.write("operator/controller/new.go", "package controller\n")
+		defer os.Remove(filepath.Join(r.dir, "operator/controller/new.go"))
+		code, _, stderr := runRecord(t, "-verify", "-scenarios", "scenarios", "-output", out)
+		if code != 1 || !strings.Contains(stderr, "added operator/controller/new.go") {
+			t.Errorf("verify after an added operator file exited %d: %s", code, stderr)
+		}
+	})
+
+	t.Run("record refuses a lab built from another operator source", func(t *testing.T) {
+		source = "sha256:" + strings.Repeat("0", 64)
+		writeEnv("v1.37.2")
+		defer func() { source = src.Digest; writeEnv("v1.37.2") }()
+		code, _, stderr := runRecord(t, append(args, "-only", "config-demo")...)
+		if code != 1 || !strings.Contains(stderr, "refused: the lab's operator images were built from operator source "+source) {
+			t.Errorf("record on a lab of another operator source exited %d: %s", code, stderr)
+		}
 	})
 
 	t.Run("only refuses a recording from another lab", func(t *testing.T) {

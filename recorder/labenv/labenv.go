@@ -89,6 +89,7 @@ func Load(file string) (*Lab, error) {
 		Kubernetes:     l.Values["PTAH_LAB_KUBERNETES"],
 		Kind:           l.Values["PTAH_LAB_KIND"],
 		OperatorCommit: l.Values["PTAH_LAB_OPERATOR_COMMIT"],
+		OperatorSource: l.Values["PTAH_LAB_OPERATOR_SOURCE"],
 		PtahVersion:    l.Values["PTAH_LAB_PTAH_VERSION"],
 		ExecutorDigest: l.Values["PTAH_LAB_EXECUTOR_DIGEST"],
 	}

@@ -24,12 +24,16 @@ const File = "runs.json"
 
 // Recording is runs.json.
 type Recording struct {
-	RecordedAt        string     `json:"recordedAt"`
-	Lab               Versions   `json:"lab"`
-	ScenariosCommit   string     `json:"scenariosCommit"`
-	ScenariosDescribe string     `json:"scenariosDescribe"`
-	Environment       []Name     `json:"environment"`
-	Scenarios         []Scenario `json:"scenarios"`
+	RecordedAt        string   `json:"recordedAt"`
+	Lab               Versions `json:"lab"`
+	ScenariosCommit   string   `json:"scenariosCommit"`
+	ScenariosDescribe string   `json:"scenariosDescribe"`
+	Environment       []Name   `json:"environment"`
+	// OperatorFiles is the sha256 of every file of the operator source the
+	// lab's images were built from (Lab.OperatorSource is their digest), so
+	// a stale recording can name what changed.
+	OperatorFiles map[string]string `json:"operatorFiles"`
+	Scenarios     []Scenario        `json:"scenarios"`
 }
 
 // Versions identify the lab a recording was made against; two recordings
@@ -38,6 +42,9 @@ type Versions struct {
 	Kubernetes     string `json:"kubernetes"`
 	Kind           string `json:"kind"`
 	OperatorCommit string `json:"operatorCommit"`
+	// OperatorSource is the digest of the operator's own files the images
+	// were built from (package opsource), beside the commit they were at.
+	OperatorSource string `json:"operatorSource"`
 	PtahVersion    string `json:"ptahVersion"`
 	ExecutorDigest string `json:"executorDigest"`
 }
