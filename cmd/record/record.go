@@ -79,14 +79,14 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	}
 
 	var recorded []recording.Scenario
-	var runs []ran
+	var reports []ran
 	held := 0
 	for _, s := range all {
 		s.File = relative(root, s.File)
 		rec, err := runner.Run(ctx, s)
 		var failed *session.Failure
 		if errors.As(err, &failed) {
-			writeJUnit(o.junit, runner.Scanner(), runs, failed, stderr)
+			writeJUnit(o.junit, runner.Scanner(), append(reports, ranFailed(failed)), stderr)
 			fmt.Fprintln(stderr, failed.Error())
 			return 1, nil
 		}
@@ -99,7 +99,7 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 			return 1, fmt.Errorf("scenario %s: %s", s.ID, text)
 		}
 		recorded = append(recorded, rec)
-		runs = append(runs, ran{rec.ID, rec.Checks})
+		reports = append(reports, ranOf(rec))
 		held += len(rec.Checks)
 	}
 
@@ -126,7 +126,7 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	if err := recording.Publish(o.output, out, scanner); err != nil {
 		return 1, err
 	}
-	writeJUnit(o.junit, scanner, runs, nil, stderr)
+	writeJUnit(o.junit, scanner, reports, stderr)
 	fmt.Fprintf(stdout, "recorded %d %s, %d checks held, into %s (scenarios at %s)\n",
 		len(recorded), plural(len(recorded), "scenario"), held, o.output, describe)
 	return 0, nil

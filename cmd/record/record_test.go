@@ -138,9 +138,10 @@ func TestRecordVerifyOnly(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(r.dir, "demo/recordings/config-demo.cast")); err != nil {
 		t.Errorf("no cast: %v", err)
 	}
-	var suite junitSuite
+	var suite readSuites
 	jraw, _ := os.ReadFile(junit)
-	if err := xml.Unmarshal(jraw, &suite); err != nil || suite.Tests != 3 || suite.Failures != 0 {
+	if err := xml.Unmarshal(jraw, &suite); err != nil || suite.Tests != "3" || suite.Failures != "0" || len(suite.Suites) != 1 ||
+		!strings.Contains(suite.Suites[0].Cases[0].SystemOut, "configmap/demo-run created") {
 		t.Errorf("junit = %+v, %v", suite, err)
 	}
 
@@ -237,7 +238,7 @@ func TestRecordVerifyOnly(t *testing.T) {
 			t.Errorf("a failed run changed %s", out)
 		}
 		jraw, _ := os.ReadFile(junit)
-		if err := xml.Unmarshal(jraw, &suite); err != nil || suite.Failures != 1 {
+		if err := xml.Unmarshal(jraw, &suite); err != nil || suite.Failures != "1" || !strings.Contains(suite.Suites[0].Cases[2].SystemOut, "blue") {
 			t.Errorf("junit after failure = %+v, %v", suite, err)
 		}
 	})

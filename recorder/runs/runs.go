@@ -79,8 +79,11 @@ type Event struct {
 	Sync    string   `json:"sync,omitempty"`
 	Show    []string `json:"show,omitempty"`
 	// Start is seconds from the scenario's first step to this command.
-	Start  float64 `json:"start"`
-	Output []Line  `json:"output"`
+	Start float64 `json:"start"`
+	// Seconds is how long the command ran, every attempt of a retry
+	// included.
+	Seconds float64 `json:"seconds,omitempty"`
+	Output  []Line  `json:"output"`
 }
 
 // Line is one line of output: seconds from the command's start to its last

@@ -20,6 +20,7 @@ import (
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/observe"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 )
@@ -151,7 +152,12 @@ func TestRecorder(t *testing.T) {
 		}
 
 		r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "0000000", Environment: []recording.Name{}}
+		r.OperatorFiles = map[string]string{"operator/a.go": strings.Repeat("a", 64)}
+		r.Lab.OperatorSource = opsource.Digest(r.OperatorFiles)
 		r.Merge(rec)
+		if rec.Events[0].Seconds <= 0 {
+			t.Errorf("step 1's command took %v s", rec.Events[0].Seconds)
+		}
 		dir := t.TempDir()
 		if err := recording.Publish(filepath.Join(dir, runs.File), r, l.runner.Scanner()); err != nil {
 			t.Fatal(err)
