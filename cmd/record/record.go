@@ -183,6 +183,11 @@ func newRunner(lab *labenv.Lab, root string, stderr io.Writer) (*session.Runner,
 		if envnames.IsPublished(name) {
 			return lab.Lookup(name)
 		}
+		// The lab's tools (kubectl matching the cluster, kubectl-ptah) come
+		// first, as for a reader who installed them.
+		if bin, ok := lab.Lookup("PTAH_LAB_BIN"); ok && bin != "" && name == "PATH" {
+			return bin + string(os.PathListSeparator) + os.Getenv("PATH"), true
+		}
 		return os.LookupEnv(name)
 	}, stderr)
 	if err != nil {
