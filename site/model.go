@@ -81,6 +81,9 @@ type Check struct {
 	Step  int
 	Claim string
 	Held  bool
+	// Runs says, for a recording of repeated runs, in how many it held and
+	// how long it waited or ran; empty for one run.
+	Runs string
 	// T is the moment in the cast the claim was judged: an await's before
 	// the command is typed, the command's and what it expects after its
 	// output. Before says which.

@@ -60,8 +60,18 @@ func model(r *runs.Recording) (*Site, error) {
 			}
 			p.Steps = append(p.Steps, step)
 		}
+		timing := map[int]*runs.Timing{}
+		for _, e := range sc.Events {
+			timing[e.Step] = e.Timing
+		}
+		awaited := map[int]bool{}
 		for _, c := range sc.Checks {
-			p.Checks = append(p.Checks, Check{Step: c.Step, Claim: c.Claim, Held: c.Held, Evidence: facts(c.Evidence), command: c.Evidence.Exit != nil})
+			ch := Check{Step: c.Step, Claim: c.Claim, Held: c.Held, Evidence: facts(c.Evidence), command: c.Evidence.Exit != nil}
+			// The step's first check with a wait is its await's.
+			await := c.Evidence.WaitSeconds != nil && !ch.command && !awaited[c.Step]
+			awaited[c.Step] = awaited[c.Step] || await
+			ch.Runs = runsText(c.Runs, timing[c.Step], await, ch.command)
+			p.Checks = append(p.Checks, ch)
 		}
 		s.Pages = append(s.Pages, p)
 	}
@@ -106,4 +116,30 @@ func facts(e runs.Evidence) []Fact {
 		add("waited", strconv.FormatFloat(*e.WaitSeconds, 'f', -1, 64)+" s")
 	}
 	return out
+}
+
+// runsText says how a claim held across repeated runs: "held in 5 of 5
+// runs; waited 2.1–3.4 s" (an await), "; ran 0.4–0.6 s" (a command).
+// Empty for a single run.
+func runsText(n int, t *runs.Timing, await, command bool) string {
+	if n == 0 {
+		return ""
+	}
+	text := fmt.Sprintf("held in %d of %d runs", n, n)
+	switch {
+	case t == nil:
+	case await && t.Await != nil:
+		text += "; waited " + spreadText(*t.Await)
+	case command:
+		text += "; ran " + spreadText(t.Command)
+	}
+	return text
+}
+
+func spreadText(s runs.Spread) string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+	if f(s.Min) == f(s.Max) {
+		return f(s.Min) + " s"
+	}
+	return f(s.Min) + "–" + f(s.Max) + " s"
 }

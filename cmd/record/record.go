@@ -20,6 +20,7 @@ import (
 	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 	"ptah.run/operator/recorder/session"
+	"ptah.run/operator/recorder/stability"
 )
 
 // record runs the scenarios (or the -only one) against the lab and, when
@@ -83,9 +84,19 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	held := 0
 	for _, s := range all {
 		s.File = relative(root, s.File)
-		rec, err := runner.Run(ctx, s)
-		var failed *session.Failure
-		if errors.As(err, &failed) {
+		rec, failed, flakes, err := repeat(ctx, runner, s, o.repeat, stderr)
+		if len(flakes) > 0 {
+			for _, f := range flakes {
+				fmt.Fprintln(stderr, f.String())
+			}
+			if failed != nil {
+				writeJUnit(o.junit, runner.Scanner(), append(reports, ranFailed(failed)), stderr)
+			}
+			fmt.Fprintf(stderr, "scenario %s: %d %s held in some of %d runs and not in others; nothing was written (make the step wait for what it claims)\n",
+				s.ID, len(flakes), plural(len(flakes), "claim"), o.repeat)
+			return 1, nil
+		}
+		if failed != nil {
 			writeJUnit(o.junit, runner.Scanner(), append(reports, ranFailed(failed)), stderr)
 			fmt.Fprintln(stderr, failed.Error())
 			return 1, nil
@@ -149,6 +160,53 @@ func boundSource(root string, lab *labenv.Lab) (opsource.Source, error) {
 		return src, fmt.Errorf("refused: the lab's operator images were built from operator source %s, this tree's is %s (%s changed since `make images`); rebuild and reinstall them with `make demo-up`",
 			lab.Versions.OperatorSource, src.Digest, strings.Join(opsource.Paths, ", "))
 	}
+}
+
+// repeat runs s n times (every run, even after one failed, so a flake is
+// told from a failure) and combines them: published only when every claim
+// held in every run. failed is the first failed run; flakes the claims that
+// held in some runs and not in others.
+func repeat(ctx context.Context, runner *session.Runner, s scenario.Scenario, n int, stderr io.Writer) (recording.Scenario, *session.Failure, []stability.Flake, error) {
+	var first recording.Scenario
+	var firstFailure *session.Failure
+	var all []stability.Run
+	for i := 1; i <= n; i++ {
+		if n > 1 {
+			fmt.Fprintf(stderr, "%s: run %d of %d\n", s.ID, i, n)
+		}
+		rec, err := runner.Run(ctx, s)
+		var failed *session.Failure
+		switch {
+		case errors.As(err, &failed) && failed.Err == nil:
+			all = append(all, stability.Run{Checks: failed.Checks, Events: failed.Events, Failed: true})
+			if firstFailure == nil {
+				firstFailure = failed
+			}
+		case errors.As(err, &failed):
+			return rec, failed, nil, nil
+		case err != nil:
+			return rec, nil, nil, err
+		default:
+			all = append(all, stability.Run{Checks: rec.Checks, Events: rec.Events})
+			if first.ID == "" {
+				first = rec
+			}
+		}
+	}
+	if flakes := stability.Flakes(s.ID, all); len(flakes) > 0 {
+		return first, firstFailure, flakes, nil
+	}
+	if firstFailure != nil {
+		return first, firstFailure, nil, nil
+	}
+	if n == 1 {
+		return first, nil, nil, nil
+	}
+	awaits := map[int]bool{}
+	for i, st := range s.Steps {
+		awaits[i+1] = st.Await != nil
+	}
+	return stability.Combine(first, all, awaits), nil, nil, nil
 }
 
 func only(all []scenario.Scenario, id string) []scenario.Scenario {

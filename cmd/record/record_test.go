@@ -216,6 +216,58 @@ func TestRecordVerifyOnly(t *testing.T) {
 		}
 	})
 
+	t.Run("repeat publishes claims that held in every run, with their timing", func(t *testing.T) {
+		code, stdout, stderr := runRecord(t, append(args, "-only", "config-demo", "-repeat", "3")...)
+		if code != 0 {
+			t.Fatalf("record -repeat 3 exited %d: %s %s", code, stdout, stderr)
+		}
+		rec, err := runs.Read(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := os.ReadFile(out)
+		if err := runs.Validate(raw); err != nil {
+			t.Error(err)
+		}
+		for _, c := range rec.Scenarios[0].Checks {
+			if c.Runs != 3 {
+				t.Errorf("check %q held in %d runs, want 3", c.Claim, c.Runs)
+			}
+		}
+		for _, e := range rec.Scenarios[0].Events {
+			tm := e.Timing
+			if tm == nil || tm.Runs != 3 || tm.Command.Min <= 0 || tm.Command.Min > tm.Command.Median || tm.Command.Median > tm.Command.Max {
+				t.Errorf("step %d timing %+v", e.Step, tm)
+			}
+		}
+	})
+
+	t.Run("repeat refuses a flaky claim and publishes nothing", func(t *testing.T) {
+		before, _ := os.ReadFile(out)
+		r.write("scenarios/config-demo.yaml", scenarioYAML+`  - note: Heads, then tails.
+    run: if [ -e flip ]; then rm flip; echo tails; else touch flip; echo heads; fi
+    expect:
+      exit: 0
+      stdout_contains: [heads]
+`)
+		r.git("commit", "-qam", "flaky on purpose")
+		defer func() {
+			r.write("scenarios/config-demo.yaml", scenarioYAML)
+			r.git("commit", "-qam", "steady again")
+		}()
+		code, _, stderr := runRecord(t, append(args, "-only", "config-demo", "-repeat", "2", "-junit", junit)...)
+		if code != 1 || !strings.Contains(stderr, `flake: scenario config-demo step 3: "exits 0, prints \"heads\"" held in 1 of 2 runs (run 1), did not hold in run 2`) ||
+			!strings.Contains(stderr, "nothing was written") {
+			t.Errorf("a flaky scenario exited %d: %s", code, stderr)
+		}
+		if after, _ := os.ReadFile(out); !bytes.Equal(before, after) {
+			t.Errorf("a flaky run changed %s", out)
+		}
+		if _, err := os.Stat(filepath.Join(r.dir, "flip")); err == nil {
+			t.Errorf("the two runs did not both run the step")
+		}
+	})
+
 	t.Run("only refuses a recording from another lab", func(t *testing.T) {
 		writeEnv("v1.99.0")
 		defer writeEnv("v1.37.2")

@@ -2,9 +2,12 @@ package runs
 
 // Check is one claim, whether it held, and what was seen.
 type Check struct {
-	Step     int      `json:"step"`
-	Claim    string   `json:"claim"`
-	Held     bool     `json:"held"`
+	Step  int    `json:"step"`
+	Claim string `json:"claim"`
+	Held  bool   `json:"held"`
+	// Runs is set by record -repeat: the runs the claim held in, which is
+	// every run, or nothing is published.
+	Runs     int      `json:"runs,omitempty"`
 	Evidence Evidence `json:"evidence"`
 }
 

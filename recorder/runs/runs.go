@@ -83,7 +83,24 @@ type Event struct {
 	// Seconds is how long the command ran, every attempt of a retry
 	// included.
 	Seconds float64 `json:"seconds,omitempty"`
-	Output  []Line  `json:"output"`
+	// Timing is set by record -repeat: the step's await and command across
+	// every run.
+	Timing *Timing `json:"timing,omitempty"`
+	Output []Line  `json:"output"`
+}
+
+// Timing is how long a step took across repeated runs.
+type Timing struct {
+	Runs    int     `json:"runs"`
+	Await   *Spread `json:"await,omitempty"`
+	Command Spread  `json:"command"`
+}
+
+// Spread is seconds across runs.
+type Spread struct {
+	Min    float64 `json:"min"`
+	Median float64 `json:"median"`
+	Max    float64 `json:"max"`
 }
 
 // Line is one line of output: seconds from the command's start to its last

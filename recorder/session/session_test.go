@@ -19,8 +19,8 @@ import (
 	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/observe"
-	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/opsource"
+	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 )
