@@ -15,6 +15,7 @@ import (
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
+	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 )
@@ -24,8 +25,10 @@ func ptr[T any](v T) *T { return &v }
 func sample() *Recording {
 	wait := 1.25
 	return &Recording{
-		RecordedAt:        "2026-09-17T10:00:00Z",
-		Lab:               labenv.Versions{Kubernetes: "v1.37.0", Kind: "v0.30.0", OperatorCommit: "8c7fe187707f", PtahVersion: "v0.6.0", ExecutorDigest: "sha256:91ec0a6fa27f"},
+		RecordedAt: "2026-09-17T10:00:00Z",
+		Lab: labenv.Versions{Kubernetes: "v1.37.0", Kind: "v0.30.0", OperatorCommit: "8c7fe187707f", PtahVersion: "v0.6.0", ExecutorDigest: "sha256:91ec0a6fa27f",
+			OperatorSource: opsource.Digest(map[string]string{"operator/a.go": strings.Repeat("b", 64)})},
+		OperatorFiles:     map[string]string{"operator/a.go": strings.Repeat("b", 64)},
 		ScenariosCommit:   strings.Repeat("a", 40),
 		ScenariosDescribe: "v0.6.0-3-gaaaaaaa",
 		Environment:       []Name{{Name: "KUBECONFIG", Meaning: "the cluster the commands run against"}},
@@ -66,6 +69,12 @@ func TestOutputMatchesTheSchema(t *testing.T) {
 	raw = bytes.Replace(raw, []byte(`"lab"`), []byte(`"labs"`), 1)
 	if err := runs.Validate(raw); err == nil {
 		t.Errorf("a recording without lab versions validated")
+	}
+	bare := sample()
+	bare.OperatorFiles = nil
+	raw, _ = bare.Encode()
+	if err := runs.Validate(raw); err == nil {
+		t.Errorf("a recording naming no operator files validated")
 	}
 }
 
