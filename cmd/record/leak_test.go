@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/runs"
 )
 
@@ -64,17 +65,23 @@ func startLeakLab(t *testing.T) *leakLab {
 	if err := os.WriteFile(filepath.Join(lab, "secrets"), []byte(labGen+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := filepath.Join(lab, "environment")
-	if err := os.WriteFile(env, []byte("KUBECONFIG="+api.Kubeconfig+"\nNAMESPACE=ptah-demo\nOPERATOR_NAMESPACE=ptah-system\n"+
-		"REGISTRY_IN_CLUSTER=registry.ptah-demo.svc:5000\nPTAH_OCI_USERNAME=ptah\nPTAH_OCI_PASSWORD="+ociPassword+
-		"\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_PLACEHOLDERS=ptah-demo/demo-database-broken,ptah-demo/spare\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	r := repo{t, t.TempDir()}
 	r.git("init", "-q")
 	r.write("README", "leaks\n")
+	r.write("operator/controller/reconcile.go", operatorGo)
 	r.git("add", ".")
 	r.git("commit", "-qm", "init")
+	src, err := opsource.Read(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := filepath.Join(lab, "environment")
+	if err := os.WriteFile(env, []byte("KUBECONFIG="+api.Kubeconfig+"\nNAMESPACE=ptah-demo\nOPERATOR_NAMESPACE=ptah-system\n"+
+		"REGISTRY_IN_CLUSTER=registry.ptah-demo.svc:5000\nPTAH_OCI_USERNAME=ptah\nPTAH_OCI_PASSWORD="+ociPassword+
+		"\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_PLACEHOLDERS=ptah-demo/demo-database-broken,ptah-demo/spare\n"+
+		"PTAH_LAB_OPERATOR_SOURCE="+src.Digest+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(r.dir)
 	return &leakLab{api: api, env: env, repo: r}
 }
