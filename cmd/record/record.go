@@ -79,28 +79,16 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 		return 1, err
 	}
 
+	// A scenario that fails or flakes stops none of the others (each starts
+	// from its own reset), so one run reports every failure; but then
+	// nothing is published.
 	var recorded []recording.Scenario
 	var reports []ran
+	var unpublished []string
 	held := 0
 	for _, s := range all {
 		s.File = relative(root, s.File)
 		rec, failed, flakes, err := repeat(ctx, runner, s, o.repeat, stderr)
-		if len(flakes) > 0 {
-			for _, f := range flakes {
-				fmt.Fprintln(stderr, f.String())
-			}
-			if failed != nil {
-				writeJUnit(o.junit, runner.Scanner(), append(reports, ranFailed(failed)), stderr)
-			}
-			fmt.Fprintf(stderr, "scenario %s: %d %s held in some of %d runs and not in others; nothing was written (make the step wait for what it claims)\n",
-				s.ID, len(flakes), plural(len(flakes), "claim"), o.repeat)
-			return 1, nil
-		}
-		if failed != nil {
-			writeJUnit(o.junit, runner.Scanner(), append(reports, ranFailed(failed)), stderr)
-			fmt.Fprintln(stderr, failed.Error())
-			return 1, nil
-		}
 		if err != nil {
 			// Printed, not published: what holds a credential is taken out.
 			text, n := runner.Scanner().Redact(err.Error())
@@ -109,9 +97,31 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 			}
 			return 1, fmt.Errorf("scenario %s: %s", s.ID, text)
 		}
+		if failed != nil {
+			reports = append(reports, ranFailed(failed))
+			unpublished = append(unpublished, s.ID)
+		}
+		switch {
+		case len(flakes) > 0:
+			for _, f := range flakes {
+				fmt.Fprintln(stderr, f.String())
+			}
+			fmt.Fprintf(stderr, "scenario %s: %d %s held in some of %d runs and not in others (make the step wait for what it claims)\n",
+				s.ID, len(flakes), plural(len(flakes), "claim"), o.repeat)
+			continue
+		case failed != nil:
+			fmt.Fprintln(stderr, failed.Error())
+			continue
+		}
 		recorded = append(recorded, rec)
 		reports = append(reports, ranOf(rec))
 		held += len(rec.Checks)
+	}
+	if len(unpublished) > 0 {
+		writeJUnit(o.junit, runner.Scanner(), reports, stderr)
+		fmt.Fprintf(stderr, "record: %d of %d %s failed or flaked (%s); nothing was written\n",
+			len(unpublished), len(all), plural(len(all), "scenario"), strings.Join(unpublished, ", "))
+		return 1, nil
 	}
 
 	out := existing

@@ -295,6 +295,31 @@ func TestRecordVerifyOnly(t *testing.T) {
 		}
 	})
 
+	t.Run("a failed scenario stops none of the others, and nothing is written", func(t *testing.T) {
+		before, _ := os.ReadFile(out)
+		second := strings.NewReplacer("id: config-demo", "id: zz-second", "demo-k7q2x9", "second-k7q2x9").Replace(scenarioYAML)
+		r.write("scenarios/zz-second.yaml", second)
+		r.git("add", ".")
+		r.git("commit", "-qm", "a second scenario after the broken one")
+		defer func() {
+			r.git("rm", "-q", "scenarios/zz-second.yaml")
+			r.git("commit", "-qm", "one scenario again")
+		}()
+		var suites readSuites
+		code, _, stderr := runRecord(t, append(args, "-junit", junit)...)
+		if code != 1 || !strings.Contains(stderr, "zz-second step 2/2") || !strings.Contains(stderr, "1 of 2 scenarios failed or flaked (config-demo); nothing was written") {
+			t.Errorf("record with one failing scenario exited %d: %s", code, stderr)
+		}
+		if after, _ := os.ReadFile(out); !bytes.Equal(before, after) {
+			t.Errorf("a run with a failed scenario changed %s", out)
+		}
+		jraw, _ := os.ReadFile(junit)
+		if err := xml.Unmarshal(jraw, &suites); err != nil || len(suites.Suites) != 2 || suites.Suites[0].Failures != "1" ||
+			suites.Suites[1].Name != "zz-second" || suites.Suites[1].Failures != "0" || suites.Suites[1].Tests != "3" {
+			t.Errorf("junit = %+v, %v", suites, err)
+		}
+	})
+
 	t.Run("a credential in the output is refused", func(t *testing.T) {
 		r.write("scenarios/config-demo.yaml", scenarioYAML+
 			"  - note: Leak it.\n    run: echo s3cret-lab-value\n    expect:\n      exit: 0\n")
