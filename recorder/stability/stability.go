@@ -32,8 +32,8 @@ type Flake struct {
 }
 
 func (f Flake) String() string {
-	return fmt.Sprintf("flake: scenario %s step %d: %q held in %s of %d runs (%s), did not hold in %s (%s)",
-		f.Scenario, f.Step, f.Claim, strconv.Itoa(len(f.HeldIn)), len(f.HeldIn)+len(f.FailedIn),
+	return fmt.Sprintf("flake: scenario %s step %d: %q held in %d of %d runs (%s), did not hold in %s (%s)",
+		f.Scenario, f.Step, f.Claim, len(f.HeldIn), len(f.HeldIn)+len(f.FailedIn),
 		numbers("run", f.HeldIn), numbers("run", f.FailedIn), f.Why)
 }
 
@@ -75,17 +75,16 @@ func Flakes(scenario string, all []Run) []Flake {
 	type tally struct {
 		held, failed []int
 		why          string
-		order        int
 	}
 	tallies := map[key]*tally{}
-	order := 0
+	var order []key // as first judged
 	for i, r := range all {
 		for j, k := range keys(r.Checks) {
 			t := tallies[k]
 			if t == nil {
-				t = &tally{order: order}
-				order++
+				t = &tally{}
 				tallies[k] = t
+				order = append(order, k)
 			}
 			if c := r.Checks[j]; c.Held {
 				t.held = append(t.held, i+1)
@@ -98,14 +97,11 @@ func Flakes(scenario string, all []Run) []Flake {
 		}
 	}
 	var out []Flake
-	for k, t := range tallies {
-		if len(t.held) > 0 && len(t.failed) > 0 {
+	for _, k := range order {
+		if t := tallies[k]; len(t.held) > 0 && len(t.failed) > 0 {
 			out = append(out, Flake{Scenario: scenario, Step: k.step, Claim: k.claim, HeldIn: t.held, FailedIn: t.failed, Why: t.why})
 		}
 	}
-	slices.SortFunc(out, func(a, b Flake) int {
-		return tallies[key{a.Step, a.Claim, 0}].order - tallies[key{b.Step, b.Claim, 0}].order
-	})
 	return out
 }
 

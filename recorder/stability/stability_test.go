@@ -40,6 +40,15 @@ func TestFlakesAreClaimsThatHeldInSomeRuns(t *testing.T) {
 	if got := Flakes("demo", steady); got != nil {
 		t.Errorf("a steady failure reported as flakes %+v", got)
 	}
+	// Several flakes come in the order the runs judged them.
+	two := []Run{
+		{Checks: []runs.Check{check(1, "a", true, nil), check(2, "b", false, nil)}, Failed: true},
+		{Checks: []runs.Check{check(1, "a", false, nil)}, Failed: true},
+		{Checks: []runs.Check{check(1, "a", true, nil), check(2, "b", true, nil)}},
+	}
+	if got := Flakes("demo", two); len(got) != 2 || got[0].Claim != "a" || got[1].Claim != "b" || !slices.Equal(got[1].HeldIn, []int{3}) {
+		t.Errorf("two flakes %+v", got)
+	}
 	// A claim repeated within a step is told apart by its occurrence.
 	twice := []Run{
 		{Checks: []runs.Check{check(1, "a", true, nil), check(1, "a", true, nil)}},
