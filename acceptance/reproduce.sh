@@ -63,6 +63,9 @@ trap 'exit 130' INT TERM
 
 echo "== build the repetition's checker (kept outside the directory and off PATH)"
 go build -o "$tools/reproduce" ./acceptance/reproduce
+echo "== install the kubectl plugin as a reader would (kubectl-ptah on PATH)"
+mkdir -m 700 "$tmp/plugins"
+CGO_ENABLED=0 go build -trimpath -o "$tmp/plugins/kubectl-ptah" ./cmd/kubectl-ptah
 
 echo "== as the lab: account $account in $ns, which may not create a Job"
 sed -e "s/\${NAMESPACE}/$ns/g" -e "s/\${OPERATOR_NAMESPACE}/$operator_ns/g" acceptance/account.yaml | lab apply -f - >/dev/null
@@ -89,7 +92,7 @@ demo/bin/lab credentials >"$tmp/credentials"
 # registry's three coming from the credentials hand-over as a reader's
 # `eval "$(demo/bin/lab credentials)"` would set them.
 reader() {
-	(cd "$work" && env -i PATH="$PATH" HOME="$home" TERM=xterm-256color LANG=C.UTF-8 \
+	(cd "$work" && env -i PATH="$tmp/plugins:$PATH" HOME="$home" TERM=xterm-256color LANG=C.UTF-8 \
 		KUBECONFIG="$work/kubeconfig" NAMESPACE="$ns" OPERATOR_NAMESPACE="$operator_ns" \
 		CONTROLLER="$(labvalue CONTROLLER)" REGISTRY_IN_CLUSTER="$(labvalue REGISTRY_IN_CLUSTER)" \
 		sh -c '. "$0" && exec "$@"' "$tmp/credentials" "$@")

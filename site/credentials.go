@@ -11,7 +11,6 @@ import (
 	"golang.org/x/net/html"
 
 	"ptah.run/operator/recorder/credential"
-	"ptah.run/operator/recorder/recording"
 )
 
 // scanner looks for the lab's credential values, those in opts.Credentials,
@@ -45,20 +44,20 @@ func refuseCredentials(sc *credential.Scanner, root, shownAs string) error {
 		rel, _ := filepath.Rel(root, path)
 		where := filepath.Join(shownAs, rel)
 		text := string(data)
-		if err := recording.ScanText(sc, where, text); err != nil {
+		if err := sc.Refuse(where, []byte(text)); err != nil {
 			return err
 		}
 		switch filepath.Ext(path) {
 		case ".html", ".svg":
-			if err := recording.ScanText(sc, where, html.UnescapeString(text)); err != nil {
+			if err := sc.Refuse(where, []byte(html.UnescapeString(text))); err != nil {
 				return err
 			}
-			return recording.ScanText(sc, where, shownText(data))
+			return sc.Refuse(where, []byte(shownText(data)))
 		case ".cast":
 			// A cast that cannot be read is refused when the site is
 			// built from it; what could be read is scanned here.
 			out, _ := castOutput(data)
-			return recording.ScanText(sc, where, out)
+			return sc.Refuse(where, []byte(out))
 		}
 		return nil
 	})

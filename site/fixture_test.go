@@ -8,8 +8,9 @@ import (
 	"testing"
 
 	"ptah.run/operator/recorder/envnames"
-	"ptah.run/operator/recorder/evidence"
+	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 )
 
 var update = flag.Bool("update", false, "rewrite the fixture recording in testdata/recording")
@@ -21,7 +22,7 @@ const (
 	plantedSecret   = "db-Planted-<7c1e55aa>"
 )
 
-func exit0() evidence.Evidence { zero := 0; return evidence.Evidence{Exit: &zero} }
+func exit0() runs.Evidence { zero := 0; return runs.Evidence{Exit: &zero} }
 
 // fixture is a small recording made with recorder/recording's types: the
 // seed's failure-recovery session plus two scenarios, one in another group
@@ -32,8 +33,8 @@ func fixture() *recording.Recording {
 		return recording.Line{T: at, Stream: "terminal", Text: text}
 	}
 	awaited := 2.5
-	held := func(step int, claim string) evidence.Check {
-		return evidence.Check{Step: step, Claim: claim, Held: true, Evidence: exit0()}
+	held := func(step int, claim string) runs.Check {
+		return runs.Check{Step: step, Claim: claim, Held: true, Evidence: exit0()}
 	}
 	r := &recording.Recording{
 		RecordedAt:        "2026-09-17T10:04:05Z",
@@ -44,6 +45,8 @@ func fixture() *recording.Recording {
 	r.Lab.Kind = "v0.33.0"
 	r.Lab.OperatorCommit = "8c7fe187707f0d1e2b3c4d5e6f708192a3b4c5d6"
 	r.Lab.PtahVersion = "v0.6.0"
+	r.OperatorFiles = map[string]string{"operator/controller/schema.go": "3b1f0c2a9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a"}
+	r.Lab.OperatorSource = opsource.Digest(r.OperatorFiles)
 	r.Lab.ExecutorDigest = "sha256:91ec0a6fa27f51c2d8e3f4a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8f"
 	for _, n := range envnames.Published() {
 		r.Environment = append(r.Environment, recording.Name{Name: n.Name, Meaning: n.Meaning})
@@ -83,7 +86,7 @@ func fixture() *recording.Recording {
 					out(0.91, "(1 row)"), out(0.91, ""),
 				}},
 		},
-		Checks: []evidence.Check{
+		Checks: []runs.Check{
 			held(1, `exits 0, prints "created"`),
 			held(2, "ptahschema/storefront: ReconciliationFailed=True (OperationFailed)"),
 			held(2, `exits 0, prints "Failed"`),
@@ -103,7 +106,7 @@ func fixture() *recording.Recording {
 			Command: `kubectl -n "$OPERATOR_NAMESPACE" get deploy "$CONTROLLER"`,
 			Output: []recording.Line{out(0.31, "NAME            READY   UP-TO-DATE   AVAILABLE   AGE"),
 				out(0.32, "ptah-operator   1/1     1            1           2m")}}},
-		Checks: []evidence.Check{held(1, `exits 0, prints "1/1"`)},
+		Checks: []runs.Check{held(1, `exits 0, prints "1/1"`)},
 	})
 	r.Scenarios = append(r.Scenarios, recording.Scenario{
 		ID: "markup-in-commands", Title: "Commands with <markup> & quotes", Tagline: "Text a browser would read as markup is shown as typed.",
@@ -114,13 +117,13 @@ func fixture() *recording.Recording {
 			Output:  []recording.Line{out(0.05, "\x1b[32m1\x1b[0m"), {T: 0.06, Stream: "stderr", Text: "10%\r100% <stderr> & more"}}}},
 		// An await's check before the command, its own, and one of an
 		// object after it, with markup in the values read.
-		Checks: []evidence.Check{
-			{Step: 1, Claim: "configmap/<markup>: Ready=True (Done)", Held: true, Evidence: evidence.Evidence{
-				Condition:   &evidence.ConditionEvidence{Status: "True", Reason: "Done", ObservedGeneration: 3, Generation: 3, LastTransitionTime: "2026-09-17T10:03:59Z"},
+		Checks: []runs.Check{
+			{Step: 1, Claim: "configmap/<markup>: Ready=True (Done)", Held: true, Evidence: runs.Evidence{
+				Condition:   &runs.ConditionEvidence{Status: "True", Reason: "Done", ObservedGeneration: 3, Generation: 3, LastTransitionTime: "2026-09-17T10:03:59Z"},
 				WaitSeconds: &awaited}},
 			held(1, `exits 0, prints "1"`),
-			{Step: 1, Claim: `configmap/<markup>: data.html = "<img src=x onerror=alert(1)> & \"q\""`, Held: true, Evidence: evidence.Evidence{
-				Field: &evidence.FieldEvidence{Path: "data.html", Value: `<img src=x onerror=alert(1)> & "q"`, Exists: true}}},
+			{Step: 1, Claim: `configmap/<markup>: data.html = "<img src=x onerror=alert(1)> & \"q\""`, Held: true, Evidence: runs.Evidence{
+				Field: &runs.FieldEvidence{Path: "data.html", Value: `<img src=x onerror=alert(1)> & "q"`, Exists: true}}},
 		},
 	})
 	return r
@@ -131,11 +134,11 @@ func fixture() *recording.Recording {
 // scenario.
 func writeRecording(t testing.TB, dir string, r *recording.Recording) {
 	t.Helper()
-	runs, err := r.Encode()
+	raw, err := r.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string][]byte{recording.RunsFile: runs}
+	files := map[string][]byte{runs.File: raw}
 	for _, s := range r.Scenarios {
 		files[s.ID+".cast"] = recording.Cast(s)
 	}
@@ -174,8 +177,8 @@ func TestFixtureRecording(t *testing.T) {
 			t.Errorf("testdata/recording/%s is stale: run go test ./site -run TestFixtureRecording -update", filepath.Base(name))
 		}
 	}
-	raw, _ := os.ReadFile(filepath.Join(dir, recording.RunsFile))
-	if err := recording.Validate(raw); err != nil {
+	raw, _ := os.ReadFile(filepath.Join(dir, runs.File))
+	if err := runs.Validate(raw); err != nil {
 		t.Errorf("the fixture does not match runs.schema.json: %v", err)
 	}
 }

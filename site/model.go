@@ -20,10 +20,13 @@ type Site struct {
 type Lab struct {
 	Kubernetes Value
 	Operator   Value
-	Ptah       Value
-	Executor   Value
-	Recorded   Value
-	Scenarios  Value
+	// OperatorSource is the digest of the operator's own files the images
+	// were built from.
+	OperatorSource Value
+	Ptah           Value
+	Executor       Value
+	Recorded       Value
+	Scenarios      Value
 }
 
 // Value is a fact shown short, with the whole of it one hover away.
@@ -78,6 +81,9 @@ type Check struct {
 	Step  int
 	Claim string
 	Held  bool
+	// Runs says, for a recording of repeated runs, in how many it held and
+	// how long it waited or ran; empty for one run.
+	Runs string
 	// T is the moment in the cast the claim was judged: an await's before
 	// the command is typed, the command's and what it expects after its
 	// output. Before says which.

@@ -7,23 +7,22 @@ import (
 	"strconv"
 	"time"
 
-	"ptah.run/operator/recorder/evidence"
-	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/terminal"
 )
 
 // loadRecording reads runs.json in dir, checks it against the recording's
 // schema and builds the site's model from it.
 func loadRecording(dir string) (*Site, error) {
-	path := filepath.Join(dir, recording.RunsFile)
+	path := filepath.Join(dir, runs.File)
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read the recording: %w (record the scenarios first, or pass -recording)", err)
 	}
-	if err := recording.Validate(raw); err != nil {
+	if err := runs.Validate(raw); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r, err := recording.Read(path)
+	r, err := runs.Read(path)
 	if err != nil {
 		return nil, err
 	}
@@ -33,19 +32,20 @@ func loadRecording(dir string) (*Site, error) {
 // model turns a recording into what the pages show. Output lines are shown
 // as a terminal shows them (escape sequences gone), the same way the cast's
 // screen is read, so the two can be compared.
-func model(r *recording.Recording) (*Site, error) {
+func model(r *runs.Recording) (*Site, error) {
 	at, err := time.Parse(time.RFC3339, r.RecordedAt)
 	if err != nil {
 		return nil, fmt.Errorf("recordedAt %q is not an RFC 3339 time: %w", r.RecordedAt, err)
 	}
 	s := &Site{
 		Lab: Lab{
-			Kubernetes: Value{Short: r.Lab.Kubernetes, Full: r.Lab.Kubernetes},
-			Operator:   short(r.Lab.OperatorCommit),
-			Ptah:       Value{Short: r.Lab.PtahVersion, Full: r.Lab.PtahVersion},
-			Executor:   short(r.Lab.ExecutorDigest),
-			Recorded:   Value{Short: at.UTC().Format(time.DateOnly), Full: at.UTC().Format(time.RFC3339)},
-			Scenarios:  short(r.ScenariosCommit),
+			Kubernetes:     Value{Short: r.Lab.Kubernetes, Full: r.Lab.Kubernetes},
+			Operator:       short(r.Lab.OperatorCommit),
+			OperatorSource: short(r.Lab.OperatorSource),
+			Ptah:           Value{Short: r.Lab.PtahVersion, Full: r.Lab.PtahVersion},
+			Executor:       short(r.Lab.ExecutorDigest),
+			Recorded:       Value{Short: at.UTC().Format(time.DateOnly), Full: at.UTC().Format(time.RFC3339)},
+			Scenarios:      short(r.ScenariosCommit),
 		},
 	}
 	for _, n := range r.Environment {
@@ -60,8 +60,18 @@ func model(r *recording.Recording) (*Site, error) {
 			}
 			p.Steps = append(p.Steps, step)
 		}
+		timing := map[int]*runs.Timing{}
+		for _, e := range sc.Events {
+			timing[e.Step] = e.Timing
+		}
+		awaited := map[int]bool{}
 		for _, c := range sc.Checks {
-			p.Checks = append(p.Checks, Check{Step: c.Step, Claim: c.Claim, Held: c.Held, Evidence: facts(c.Evidence), command: c.Evidence.Exit != nil})
+			ch := Check{Step: c.Step, Claim: c.Claim, Held: c.Held, Evidence: facts(c.Evidence), command: c.Evidence.Exit != nil}
+			// The step's first check with a wait is its await's.
+			await := c.Evidence.WaitSeconds != nil && !ch.command && !awaited[c.Step]
+			awaited[c.Step] = awaited[c.Step] || await
+			ch.Runs = runsText(c.Runs, timing[c.Step], await, ch.command)
+			p.Checks = append(p.Checks, ch)
 		}
 		s.Pages = append(s.Pages, p)
 	}
@@ -70,7 +80,7 @@ func model(r *recording.Recording) (*Site, error) {
 
 // facts lists what a check observed, in the words of the recording's
 // fields, so a reader sees what was read rather than our summary of it.
-func facts(e evidence.Evidence) []Fact {
+func facts(e runs.Evidence) []Fact {
 	var out []Fact
 	add := func(name, value string) { out = append(out, Fact{name, value}) }
 	if e.Exit != nil {
@@ -106,4 +116,30 @@ func facts(e evidence.Evidence) []Fact {
 		add("waited", strconv.FormatFloat(*e.WaitSeconds, 'f', -1, 64)+" s")
 	}
 	return out
+}
+
+// runsText says how a claim held across repeated runs: "held in 5 of 5
+// runs; waited 2.1–3.4 s" (an await), "; ran 0.4–0.6 s" (a command).
+// Empty for a single run.
+func runsText(n int, t *runs.Timing, await, command bool) string {
+	if n == 0 {
+		return ""
+	}
+	text := fmt.Sprintf("held in %d of %d runs", n, n)
+	switch {
+	case t == nil:
+	case await && t.Await != nil:
+		text += "; waited " + spreadText(*t.Await)
+	case command:
+		text += "; ran " + spreadText(t.Command)
+	}
+	return text
+}
+
+func spreadText(s runs.Spread) string {
+	f := func(x float64) string { return strconv.FormatFloat(x, 'f', 1, 64) }
+	if f(s.Min) == f(s.Max) {
+		return f(s.Min) + " s"
+	}
+	return f(s.Min) + "–" + f(s.Max) + " s"
 }

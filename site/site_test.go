@@ -15,6 +15,7 @@ import (
 
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 )
 
 func TestGroupByFirstTag(t *testing.T) {
@@ -423,5 +424,40 @@ func BenchmarkBuild(b *testing.B) {
 		if _, err := Build(Options{Recording: rec, Out: filepath.Join(dir, "public"), Secrets: lab.Secrets}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+func TestRepeatedRunsSayHowOftenAndHowLong(t *testing.T) {
+	r := fixture()
+	sc := &r.Scenarios[0]
+	for i := range sc.Checks {
+		sc.Checks[i].Runs = 5
+		if strings.HasPrefix(sc.Checks[i].Claim, "ptahschema/") {
+			sc.Checks[i].Evidence = runs.Evidence{WaitSeconds: new(2.5)}
+		}
+	}
+	for i := range sc.Events {
+		sc.Events[i].Timing = &runs.Timing{Runs: 5, Await: &runs.Spread{Min: 2.1, Median: 2.5, Max: 3.4}, Command: runs.Spread{Min: 0.4, Median: 0.5, Max: 0.6}}
+	}
+	out, _, err := build(t, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := parse(t, filepath.Join(out, "failure-recovery.html"))
+	rows := find(doc, func(n *html.Node) bool { return n.Data == "tr" && n.Parent.Data == "tbody" })
+	var waited, ran int
+	for i, row := range rows {
+		held := text(find(row, func(n *html.Node) bool { return n.Data == "td" })[2])
+		switch {
+		case held == "yes, held in 5 of 5 runs; waited 2.1–3.4 s":
+			waited++
+		case held == "yes, held in 5 of 5 runs; ran 0.4–0.6 s":
+			ran++
+		case held != "yes, held in 5 of 5 runs" || strings.HasPrefix(text(find(row, func(n *html.Node) bool { return n.Data == "td" })[1]), "exits"):
+			t.Errorf("row %d: held %q", i+1, held)
+		}
+	}
+	if waited == 0 || ran == 0 {
+		t.Errorf("%d rows say how long they waited, %d how long they ran; want both", waited, ran)
 	}
 }

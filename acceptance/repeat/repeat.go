@@ -20,6 +20,7 @@ import (
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 	"ptah.run/operator/recorder/session"
 )
@@ -62,7 +63,7 @@ func Load(o Options) (Published, error) {
 	if def == nil {
 		return Published{}, fmt.Errorf("no scenario %q in %s: choose one of %s", o.ID, o.Scenarios, strings.Join(ids, ", "))
 	}
-	rec, err := recording.Read(o.Recording)
+	rec, err := runs.Read(o.Recording)
 	if err != nil {
 		return Published{}, fmt.Errorf("%w; only a published scenario can be repeated", err)
 	}

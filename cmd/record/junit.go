@@ -1,54 +1,84 @@
 package main
 
 import (
+	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
-	checks "ptah.run/operator/recorder/check"
 	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/session"
+	"ptah.run/operator/recorder/terminal"
 )
 
-// JUnit XML as CI systems read it: one testsuite, one testcase per check.
+// JUnit XML as CI systems read it: one testsuite per scenario, one testcase
+// per check, with its time and the transcript of its step.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     string       `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
 type junitSuite struct {
-	XMLName  xml.Name    `xml:"testsuite"`
-	Name     string      `xml:"name,attr"`
-	Tests    int         `xml:"tests,attr"`
-	Failures int         `xml:"failures,attr"`
-	Errors   int         `xml:"errors,attr"`
-	Cases    []junitCase `xml:"testcase"`
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
+	Time      string      `xml:"time,attr"`
+	Timestamp string      `xml:"timestamp,attr,omitempty"`
+	Cases     []junitCase `xml:"testcase"`
 }
 
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	ClassName string        `xml:"classname,attr"`
+	Time      string        `xml:"time,attr"`
 	Failure   *junitMessage `xml:"failure,omitempty"`
 	Error     *junitMessage `xml:"error,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
 }
 
 type junitMessage struct {
 	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
 	Body    string `xml:",chardata"`
 }
 
-// ran is the checks of one scenario, for the report.
+// ran is one scenario's checks and the steps that ran, for the report;
+// failed is set when it stopped.
 type ran struct {
 	scenario string
-	checks   []checks.Check
+	at       string
+	checks   []runs.Check
+	events   []runs.Event
+	failed   *session.Failure
 }
 
-// writeJUnit writes the report when -junit names a file. failed is the
-// failure that ended the run, if any. The report is scanned for credentials
-// like everything else the recorder writes; it is skipped, not redacted.
-func writeJUnit(file string, sc *credential.Scanner, runs []ran, failed *session.Failure, stderr io.Writer) {
+func ranOf(s runs.Scenario) ran {
+	return ran{scenario: s.ID, at: s.RecordedAt, checks: s.Checks, events: s.Events}
+}
+
+func ranFailed(f *session.Failure) ran {
+	return ran{scenario: f.Scenario, checks: f.Checks, events: f.Events, failed: f}
+}
+
+// writeJUnit writes the report when -junit names a file. The report is
+// scanned for credentials like everything else the recorder writes; it is
+// skipped, not redacted.
+func writeJUnit(file string, sc *credential.Scanner, all []ran, stderr io.Writer) {
 	if file == "" {
 		return
 	}
-	raw, err := junitReport(runs, failed)
+	raw, err := junitReport(all)
 	if err == nil {
 		err = recording.ScanText(sc, "the JUnit report", string(raw))
 	}
@@ -60,34 +90,80 @@ func writeJUnit(file string, sc *credential.Scanner, runs []ran, failed *session
 	}
 }
 
-func junitReport(runs []ran, failed *session.Failure) ([]byte, error) {
-	s := junitSuite{Name: "record"}
-	if failed != nil {
-		runs = append(runs, ran{failed.Scenario, failed.Checks})
-	}
-	for _, r := range runs {
+func junitReport(all []ran) ([]byte, error) {
+	top := junitSuites{Name: "record"}
+	var total float64
+	for _, r := range all {
+		s := junitSuite{Name: r.scenario, Timestamp: r.at}
+		var spent float64
 		for _, c := range r.checks {
-			tc := junitCase{Name: "step " + strconv.Itoa(c.Step) + ": " + c.Claim, ClassName: r.scenario}
+			secs := checkSeconds(c, r.events)
+			spent += secs
+			tc := junitCase{Name: "step " + strconv.Itoa(c.Step) + ": " + c.Claim, ClassName: "record." + r.scenario,
+				Time: seconds(secs), SystemOut: transcript(r.events, c.Step)}
 			if !c.Held {
 				s.Failures++
-				body := c.Evidence.Why
-				if failed != nil {
-					body = failed.Error()
+				ev, _ := json.MarshalIndent(c.Evidence, "", "  ")
+				body := "evidence: " + string(ev)
+				if r.failed != nil {
+					body += "\n" + r.failed.Error()
 				}
-				tc.Failure = &junitMessage{Message: c.Evidence.Why, Body: body}
+				tc.Failure = &junitMessage{Message: c.Evidence.Why, Type: "check", Body: body}
 			}
 			s.Cases = append(s.Cases, tc)
 		}
+		if f := r.failed; f != nil && f.Err != nil {
+			s.Errors++
+			s.Cases = append(s.Cases, junitCase{Name: fmt.Sprintf("step %d", f.Step), ClassName: "record." + r.scenario, Time: seconds(0),
+				Error: &junitMessage{Message: f.Err.Error(), Type: "error", Body: f.Error()}, SystemOut: transcript(r.events, f.Step)})
+		}
+		s.Tests = len(s.Cases)
+		s.Time = seconds(spent)
+		total += spent
+		top.Tests += s.Tests
+		top.Failures += s.Failures
+		top.Errors += s.Errors
+		top.Suites = append(top.Suites, s)
 	}
-	if failed != nil && failed.Err != nil {
-		s.Errors++
-		s.Cases = append(s.Cases, junitCase{Name: fmt.Sprintf("step %d", failed.Step), ClassName: failed.Scenario,
-			Error: &junitMessage{Message: failed.Err.Error(), Body: failed.Error()}})
-	}
-	s.Tests = len(s.Cases)
-	raw, err := xml.MarshalIndent(s, "", "  ")
+	top.Time = seconds(total)
+	raw, err := xml.MarshalIndent(top, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("encode JUnit report: %w", err)
 	}
 	return append([]byte(xml.Header), append(raw, '\n')...), nil
 }
+
+// checkSeconds is how long a check took to judge: an await's or a retry's
+// wait, the command's run for a command's check, nothing for a single read.
+func checkSeconds(c runs.Check, events []runs.Event) float64 {
+	if c.Evidence.WaitSeconds != nil {
+		return *c.Evidence.WaitSeconds
+	}
+	if c.Evidence.Exit != nil {
+		for _, e := range events {
+			if e.Step == c.Step {
+				return e.Seconds
+			}
+		}
+	}
+	return 0
+}
+
+// transcript is the step's command and what it printed, as a terminal
+// shows it; empty when the step's command did not run.
+func transcript(events []runs.Event, step int) string {
+	for _, e := range events {
+		if e.Step != step {
+			continue
+		}
+		var b strings.Builder
+		b.WriteString("# " + e.Note + "\n$ " + e.Command + "\n")
+		for _, l := range e.Output {
+			b.WriteString(terminal.Line(l.Text) + "\n")
+		}
+		return b.String()
+	}
+	return ""
+}
+
+func seconds(s float64) string { return strconv.FormatFloat(s, 'f', 3, 64) }

@@ -15,7 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"ptah.run/operator/acceptance/testenv"
-	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/opsource"
+	"ptah.run/operator/recorder/runs"
 )
 
 // The values of the lab these tests record against. The application's
@@ -64,17 +65,23 @@ func startLeakLab(t *testing.T) *leakLab {
 	if err := os.WriteFile(filepath.Join(lab, "secrets"), []byte(labGen+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := filepath.Join(lab, "environment")
-	if err := os.WriteFile(env, []byte("KUBECONFIG="+api.Kubeconfig+"\nNAMESPACE=ptah-demo\nOPERATOR_NAMESPACE=ptah-system\n"+
-		"REGISTRY_IN_CLUSTER=registry.ptah-demo.svc:5000\nPTAH_OCI_USERNAME=ptah\nPTAH_OCI_PASSWORD="+ociPassword+
-		"\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_PLACEHOLDERS=ptah-demo/demo-database-broken,ptah-demo/spare\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	r := repo{t, t.TempDir()}
 	r.git("init", "-q")
 	r.write("README", "leaks\n")
+	r.write("operator/controller/reconcile.go", operatorGo)
 	r.git("add", ".")
 	r.git("commit", "-qm", "init")
+	src, err := opsource.Read(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := filepath.Join(lab, "environment")
+	if err := os.WriteFile(env, []byte("KUBECONFIG="+api.Kubeconfig+"\nNAMESPACE=ptah-demo\nOPERATOR_NAMESPACE=ptah-system\n"+
+		"REGISTRY_IN_CLUSTER=registry.ptah-demo.svc:5000\nPTAH_OCI_USERNAME=ptah\nPTAH_OCI_PASSWORD="+ociPassword+
+		"\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_PLACEHOLDERS=ptah-demo/demo-database-broken,ptah-demo/spare\n"+
+		"PTAH_LAB_OPERATOR_SOURCE="+src.Digest+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	t.Chdir(r.dir)
 	return &leakLab{api: api, env: env, repo: r}
 }
@@ -195,7 +202,7 @@ func TestLeaksAreRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := recording.Validate(raw); err != nil {
+		if err := runs.Validate(raw); err != nil {
 			t.Error(err)
 		}
 	})
@@ -231,7 +238,7 @@ func TestHeavyStepsEndInsideTheirBounds(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if err := recording.Validate(raw); err != nil {
+				if err := runs.Validate(raw); err != nil {
 					t.Errorf("runs.json is not a valid recording: %v", err)
 				}
 				return

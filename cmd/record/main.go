@@ -19,6 +19,7 @@ type options struct {
 	check       bool
 	verify      bool
 	junit       string
+	repeat      int
 	environment string
 }
 
@@ -56,9 +57,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.check, "check", false, "validate the scenario files and run nothing")
 	fs.BoolVar(&o.verify, "verify", false, "check that the recording still matches the scenario definitions")
 	fs.StringVar(&o.junit, "junit", "", "also write a JUnit XML report, one testcase per check, to this file")
+	fs.IntVar(&o.repeat, "repeat", 1, "run every scenario this many times; a claim is published only if it held in every run")
 	fs.StringVar(&o.environment, "environment", "demo/.lab/environment", "the lab's environment file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: record [-scenarios DIR] [-output FILE] [-only ID] [-check] [-verify] [-junit FILE] [-environment FILE]")
+		fmt.Fprintln(stderr, "usage: record [-scenarios DIR] [-output FILE] [-only ID] [-check] [-verify] [-junit FILE] [-repeat N] [-environment FILE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -66,6 +68,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "record: unexpected argument %q; scenarios are chosen with -scenarios and -only\n", fs.Arg(0))
+		return o, errUsage
+	}
+	if o.repeat < 1 {
+		fmt.Fprintf(stderr, "record: -repeat %d: a scenario runs at least once\n", o.repeat)
 		return o, errUsage
 	}
 	if o.check && o.verify {

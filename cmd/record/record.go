@@ -15,9 +15,12 @@ import (
 	"ptah.run/operator/recorder/envnames"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
+	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 	"ptah.run/operator/recorder/session"
+	"ptah.run/operator/recorder/stability"
 )
 
 // record runs the scenarios (or the -only one) against the lab and, when
@@ -61,6 +64,10 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 1, err
 	}
+	src, err := boundSource(root, lab)
+	if err != nil {
+		return 1, err
+	}
 	var existing *recording.Recording
 	if o.only != "" {
 		if existing, err = mergeTarget(o.output, lab.Versions); err != nil {
@@ -72,18 +79,16 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 		return 1, err
 	}
 
+	// A scenario that fails or flakes stops none of the others (each starts
+	// from its own reset), so one run reports every failure; but then
+	// nothing is published.
 	var recorded []recording.Scenario
-	var runs []ran
+	var reports []ran
+	var unpublished []string
 	held := 0
 	for _, s := range all {
 		s.File = relative(root, s.File)
-		rec, err := runner.Run(ctx, s)
-		var failed *session.Failure
-		if errors.As(err, &failed) {
-			writeJUnit(o.junit, runner.Scanner(), runs, failed, stderr)
-			fmt.Fprintln(stderr, failed.Error())
-			return 1, nil
-		}
+		rec, failed, flakes, err := repeat(ctx, runner, s, o.repeat, stderr)
 		if err != nil {
 			// Printed, not published: what holds a credential is taken out.
 			text, n := runner.Scanner().Redact(err.Error())
@@ -92,9 +97,31 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 			}
 			return 1, fmt.Errorf("scenario %s: %s", s.ID, text)
 		}
+		if failed != nil {
+			reports = append(reports, ranFailed(failed))
+			unpublished = append(unpublished, s.ID)
+		}
+		switch {
+		case len(flakes) > 0:
+			for _, f := range flakes {
+				fmt.Fprintln(stderr, f.String())
+			}
+			fmt.Fprintf(stderr, "scenario %s: %d %s held in some of %d runs and not in others (make the step wait for what it claims)\n",
+				s.ID, len(flakes), plural(len(flakes), "claim"), o.repeat)
+			continue
+		case failed != nil:
+			fmt.Fprintln(stderr, failed.Error())
+			continue
+		}
 		recorded = append(recorded, rec)
-		runs = append(runs, ran{rec.ID, rec.Checks})
+		reports = append(reports, ranOf(rec))
 		held += len(rec.Checks)
+	}
+	if len(unpublished) > 0 {
+		writeJUnit(o.junit, runner.Scanner(), reports, stderr)
+		fmt.Fprintf(stderr, "record: %d of %d %s failed or flaked (%s); nothing was written\n",
+			len(unpublished), len(all), plural(len(all), "scenario"), strings.Join(unpublished, ", "))
+		return 1, nil
 	}
 
 	out := existing
@@ -103,6 +130,7 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	}
 	out.RecordedAt = time.Now().UTC().Format(time.RFC3339)
 	out.ScenariosCommit, out.ScenariosDescribe = commit, describe
+	out.OperatorFiles = src.Files
 	out.Environment = nil
 	for _, n := range envnames.Published() {
 		out.Environment = append(out.Environment, recording.Name{Name: n.Name, Meaning: n.Meaning})
@@ -119,10 +147,76 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	if err := recording.Publish(o.output, out, scanner); err != nil {
 		return 1, err
 	}
-	writeJUnit(o.junit, scanner, runs, nil, stderr)
+	writeJUnit(o.junit, scanner, reports, stderr)
 	fmt.Fprintf(stdout, "recorded %d %s, %d checks held, into %s (scenarios at %s)\n",
 		len(recorded), plural(len(recorded), "scenario"), held, o.output, describe)
 	return 0, nil
+}
+
+// boundSource reads the operator source of the tree and refuses a lab whose
+// images were built from another: a recording names the operator it
+// demonstrates, and that must be the one that ran.
+func boundSource(root string, lab *labenv.Lab) (opsource.Source, error) {
+	src, err := opsource.Read(root)
+	if err != nil {
+		return src, err
+	}
+	switch lab.Versions.OperatorSource {
+	case src.Digest:
+		return src, nil
+	case "":
+		return src, fmt.Errorf("refused: %s names no operator source (PTAH_LAB_OPERATOR_SOURCE), so its images may be from any tree; rebuild them from this one with `make demo-up`", lab.File)
+	default:
+		return src, fmt.Errorf("refused: the lab's operator images were built from operator source %s, this tree's is %s (%s changed since `make images`); rebuild and reinstall them with `make demo-up`",
+			lab.Versions.OperatorSource, src.Digest, strings.Join(opsource.Paths, ", "))
+	}
+}
+
+// repeat runs s n times (every run, even after one failed, so a flake is
+// told from a failure) and combines them: published only when every claim
+// held in every run. failed is the first failed run; flakes the claims that
+// held in some runs and not in others.
+func repeat(ctx context.Context, runner *session.Runner, s scenario.Scenario, n int, stderr io.Writer) (recording.Scenario, *session.Failure, []stability.Flake, error) {
+	var first recording.Scenario
+	var firstFailure *session.Failure
+	var all []stability.Run
+	for i := 1; i <= n; i++ {
+		if n > 1 {
+			fmt.Fprintf(stderr, "%s: run %d of %d\n", s.ID, i, n)
+		}
+		rec, err := runner.Run(ctx, s)
+		var failed *session.Failure
+		switch {
+		case errors.As(err, &failed) && failed.Err == nil:
+			all = append(all, stability.Run{Checks: failed.Checks, Events: failed.Events, Failed: true})
+			if firstFailure == nil {
+				firstFailure = failed
+			}
+		case errors.As(err, &failed):
+			return rec, failed, nil, nil
+		case err != nil:
+			return rec, nil, nil, err
+		default:
+			all = append(all, stability.Run{Checks: rec.Checks, Events: rec.Events})
+			if first.ID == "" {
+				first = rec
+			}
+		}
+	}
+	if flakes := stability.Flakes(s.ID, all); len(flakes) > 0 {
+		return first, firstFailure, flakes, nil
+	}
+	if firstFailure != nil {
+		return first, firstFailure, nil, nil
+	}
+	if n == 1 {
+		return first, nil, nil, nil
+	}
+	awaits := map[int]bool{}
+	for i, st := range s.Steps {
+		awaits[i+1] = st.Await != nil
+	}
+	return stability.Combine(first, all, awaits), nil, nil, nil
 }
 
 func only(all []scenario.Scenario, id string) []scenario.Scenario {
@@ -140,7 +234,7 @@ func mergeTarget(file string, lab labenv.Versions) (*recording.Recording, error)
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
-	r, err := recording.Read(file)
+	r, err := runs.Read(file)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +250,11 @@ func newRunner(lab *labenv.Lab, root string, stderr io.Writer) (*session.Runner,
 	r, err := session.New(root, func(name string) (string, bool) {
 		if envnames.IsPublished(name) {
 			return lab.Lookup(name)
+		}
+		// The lab's tools (kubectl matching the cluster, kubectl-ptah) come
+		// first, as for a reader who installed them.
+		if bin, ok := lab.Lookup("PTAH_LAB_BIN"); ok && bin != "" && name == "PATH" {
+			return bin + string(os.PathListSeparator) + os.Getenv("PATH"), true
 		}
 		return os.LookupEnv(name)
 	}, stderr)

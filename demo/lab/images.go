@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ptah.run/operator/operator/image"
+	"ptah.run/operator/recorder/opsource"
 )
 
 // buildFile records what the operator images were built from; Up copies it
@@ -27,8 +28,15 @@ func (l *Lab) Images(ctx context.Context, binDir string) error {
 	if err != nil {
 		return fmt.Errorf("%s version: %w (rebuild the binaries: make images)", filepath.Join(binDir, image.PtahBinary), err)
 	}
+	src, err := opsource.Read(l.Root)
+	if err != nil {
+		return err
+	}
 	e := &environment{}
 	e.set("PTAH_LAB_OPERATOR_COMMIT", l.commit(ctx))
+	// What the binaries were built from, file by file: the recorder refuses
+	// to record on images built from another operator source.
+	e.set("PTAH_LAB_OPERATOR_SOURCE", src.Digest)
 	e.set("PTAH_LAB_PTAH_VERSION", strings.TrimSpace(string(out)))
 	for _, b := range built {
 		fmt.Fprintf(l.Stdout, "%s %s -> %s\n", b.Ref, b.Digest, b.File)

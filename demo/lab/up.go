@@ -183,8 +183,9 @@ func (l *Lab) upImages(ctx context.Context, s *state, _ *created) (string, error
 	return strings.Join(lines, "; "), nil
 }
 
-// upTools puts kubectl matching the cluster, and the kind command line, in
-// demo/.lab/bin, first on PATH for everything the lab and the scenarios run.
+// upTools puts kubectl matching the cluster, the kind command line and the
+// kubectl-ptah plugin in demo/.lab/bin (PTAH_LAB_BIN), first on PATH for
+// everything the lab and the scenarios run.
 func (l *Lab) upTools(ctx context.Context, _ *state, _ *created) (string, error) {
 	if err := os.MkdirAll(l.binDir(), 0o755); err != nil {
 		return "", err
@@ -206,7 +207,14 @@ func (l *Lab) upTools(ctx context.Context, _ *state, _ *created) (string, error)
 		}
 		done = append(done, tool.dst)
 	}
-	return strings.Join(done, ", ") + " (first on PATH for the lab)", nil
+	// The kubectl plugin from this tree, so a scenario runs `kubectl ptah`
+	// as a reader who installed it does.
+	plugin := filepath.Join(l.binDir(), "kubectl-ptah")
+	if _, err := l.r.Run(ctx, run.Cmd{Name: "go", Args: []string{"build", "-trimpath", "-o", plugin, "./cmd/kubectl-ptah"}, Dir: l.Root, Env: []string{"CGO_ENABLED=0"}}); err != nil {
+		return "", err
+	}
+	done = append(done, plugin)
+	return strings.Join(done, ", ") + " (first on PATH for the lab and the scenarios)", nil
 }
 
 func same(a, b string) bool {

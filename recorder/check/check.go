@@ -11,19 +11,19 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"ptah.run/operator/recorder/evidence"
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/observe"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 )
 
 // The published record of a check lives in package evidence, which links
 // no cluster client, so the site can read it; these are the same types.
 type (
-	Check             = evidence.Check
-	Evidence          = evidence.Evidence
-	ConditionEvidence = evidence.ConditionEvidence
-	FieldEvidence     = evidence.FieldEvidence
+	Check             = runs.Check
+	Evidence          = runs.Evidence
+	ConditionEvidence = runs.ConditionEvidence
+	FieldEvidence     = runs.FieldEvidence
 )
 
 // ObjectCheck judges one state of a live object.

@@ -3,6 +3,7 @@ package credential
 import (
 	"bytes"
 	"encoding/hex"
+	"fmt"
 	"strings"
 
 	"ptah.run/operator/recorder/terminal"
@@ -205,4 +206,23 @@ func replaceFold(s, old, with string) string {
 		b.WriteString(with)
 		s, folded = s[i+len(old):], folded[i+len(old):]
 	}
+}
+
+// Refusal is a refusal to publish: where the credential was found and what
+// it is, never the value.
+type Refusal struct {
+	Where string
+	Found Finding
+}
+
+func (e *Refusal) Error() string {
+	return fmt.Sprintf("refused: %s holds %s; nothing was written (change the step so it does not print it)", e.Where, e.Found)
+}
+
+// Refuse returns a *Refusal naming where when data holds a credential.
+func (s *Scanner) Refuse(where string, data []byte) error {
+	if f := s.Scan(data); f != nil {
+		return &Refusal{Where: where, Found: *f}
+	}
+	return nil
 }

@@ -30,17 +30,12 @@ import (
 	"strings"
 
 	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/runs"
 )
 
-// Versions identify the lab a recording was made against; two recordings
-// may be merged only when their versions are equal.
-type Versions struct {
-	Kubernetes     string `json:"kubernetes"`
-	Kind           string `json:"kind"`
-	OperatorCommit string `json:"operatorCommit"`
-	PtahVersion    string `json:"ptahVersion"`
-	ExecutorDigest string `json:"executorDigest"`
-}
+// Versions identify the lab a recording was made against (runs.json holds
+// them, so they live in package runs).
+type Versions = runs.Versions
 
 // Secret is one credential value and where it came from (never printed).
 type Secret struct {
@@ -94,6 +89,7 @@ func Load(file string) (*Lab, error) {
 		Kubernetes:     l.Values["PTAH_LAB_KUBERNETES"],
 		Kind:           l.Values["PTAH_LAB_KIND"],
 		OperatorCommit: l.Values["PTAH_LAB_OPERATOR_COMMIT"],
+		OperatorSource: l.Values["PTAH_LAB_OPERATOR_SOURCE"],
 		PtahVersion:    l.Values["PTAH_LAB_PTAH_VERSION"],
 		ExecutorDigest: l.Values["PTAH_LAB_EXECUTOR_DIGEST"],
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/runs"
 )
 
 // benchCredentials is a lab's worth of credentials: the generated
@@ -46,7 +47,7 @@ func benchCredentials(b *testing.B) []credential.Credential {
 // start and output times, which leaves out resets and awaits before the
 // first step, so the fraction is an upper bound).
 func BenchmarkScanCensus(b *testing.B) {
-	r, err := Read(filepath.Join("..", "..", "demo", "recordings", RunsFile))
+	r, err := runs.Read(filepath.Join("..", "..", "demo", "recordings", runs.File))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -6,80 +6,27 @@ package recording
 
 import (
 	"crypto/sha256"
-	_ "embed"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"ptah.run/operator/recorder/credential"
-	"ptah.run/operator/recorder/evidence"
-	"ptah.run/operator/recorder/labenv"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 )
 
-// Schema is the JSON Schema runs.json is written against.
-//
-//go:embed runs.schema.json
-var Schema []byte
-
-// RunsFile is the recording's usual name, next to the casts.
-const RunsFile = "runs.json"
-
-// Recording is runs.json.
-type Recording struct {
-	RecordedAt        string          `json:"recordedAt"`
-	Lab               labenv.Versions `json:"lab"`
-	ScenariosCommit   string          `json:"scenariosCommit"`
-	ScenariosDescribe string          `json:"scenariosDescribe"`
-	Environment       []Name          `json:"environment"`
-	Scenarios         []Scenario      `json:"scenarios"`
-}
-
-// Name is a published environment name with its meaning.
-type Name struct {
-	Name    string `json:"name"`
-	Meaning string `json:"meaning"`
-}
-
-// Scenario is one recorded scenario.
-type Scenario struct {
-	ID      string   `json:"id"`
-	Title   string   `json:"title"`
-	Tagline string   `json:"tagline"`
-	Learn   string   `json:"learn"`
-	Tags    []string `json:"tags"`
-	File    string   `json:"file"`
-	// DefinitionDigest covers what runs and what is checked, not narration.
-	DefinitionDigest string           `json:"definitionDigest"`
-	RecordedAt       string           `json:"recordedAt"`
-	Events           []Event          `json:"events"`
-	Checks           []evidence.Check `json:"checks"`
-}
-
-// Event is one step as it played: its note, the command as written, and the
-// output it printed.
-type Event struct {
-	Step    int      `json:"step"`
-	Note    string   `json:"note"`
-	Command string   `json:"command"`
-	Sync    string   `json:"sync,omitempty"`
-	Show    []string `json:"show,omitempty"`
-	// Start is seconds from the scenario's first step to this command.
-	Start  float64 `json:"start"`
-	Output []Line  `json:"output"`
-}
-
-// Line is one line of output: seconds from the command's start to its last
-// byte, the stream it came from, and its text without the line ending.
-type Line struct {
-	T      float64 `json:"t"`
-	Stream string  `json:"stream"`
-	Text   string  `json:"text"`
-}
+// The recording's types live in package runs, a leaf the site reads without
+// this package's scanners and shell parser; these are the same types.
+type (
+	Recording = runs.Recording
+	Name      = runs.Name
+	Scenario  = runs.Scenario
+	Event     = runs.Event
+	Line      = runs.Line
+)
 
 // DefinitionDigest is sha256 over what changes what runs or what is checked:
 // the id, reset commands and each step's await, run, retry, show and expect.
@@ -101,40 +48,6 @@ func DefinitionDigest(s scenario.Scenario) string {
 	}
 	sum := sha256.Sum256(raw)
 	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
-// Read loads an existing runs.json.
-func Read(file string) (*Recording, error) {
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		return nil, fmt.Errorf("recording: read %s: %w", file, err)
-	}
-	var r Recording
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, fmt.Errorf("recording: %s is not a recording: %w", file, err)
-	}
-	return &r, nil
-}
-
-// Merge puts s into r in place of the scenario with its id, or adds it.
-// Scenarios stay sorted by id so a merge never reorders the file otherwise.
-func (r *Recording) Merge(s Scenario) {
-	i := slices.IndexFunc(r.Scenarios, func(x Scenario) bool { return x.ID == s.ID })
-	if i >= 0 {
-		r.Scenarios[i] = s
-	} else {
-		r.Scenarios = append(r.Scenarios, s)
-	}
-	slices.SortFunc(r.Scenarios, func(a, b Scenario) int { return strings.Compare(a.ID, b.ID) })
-}
-
-// Encode renders runs.json.
-func (r *Recording) Encode() ([]byte, error) {
-	raw, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("recording: encode runs.json: %w", err)
-	}
-	return append(raw, '\n'), nil
 }
 
 // Publish scans everything for credentials and, only when nothing is found,

@@ -15,6 +15,8 @@ import (
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
+	"ptah.run/operator/recorder/opsource"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 )
 
@@ -23,11 +25,13 @@ func ptr[T any](v T) *T { return &v }
 func sample() *Recording {
 	wait := 1.25
 	return &Recording{
-		RecordedAt:        "2026-09-17T10:00:00Z",
-		Lab:               labenv.Versions{Kubernetes: "v1.37.0", Kind: "v0.30.0", OperatorCommit: "8c7fe187707f", PtahVersion: "v0.6.0", ExecutorDigest: "sha256:91ec0a6fa27f"},
+		RecordedAt: "2026-09-17T10:00:00Z",
+		Lab: labenv.Versions{Kubernetes: "v1.37.0", Kind: "v0.30.0", OperatorCommit: "8c7fe187707f", PtahVersion: "v0.6.0", ExecutorDigest: "sha256:91ec0a6fa27f",
+			OperatorSource: opsource.Digest(map[string]string{"operator/a.go": strings.Repeat("b", 64)})},
+		OperatorFiles:     map[string]string{"operator/a.go": strings.Repeat("b", 64)},
 		ScenariosCommit:   strings.Repeat("a", 40),
 		ScenariosDescribe: "v0.6.0-3-gaaaaaaa",
-		Environment:       []Name{{"KUBECONFIG", "the cluster the commands run against"}},
+		Environment:       []Name{{Name: "KUBECONFIG", Meaning: "the cluster the commands run against"}},
 		Scenarios: []Scenario{{
 			ID: "failure-recovery", Title: "Fail, then recover", Tagline: "t", Learn: "l", Tags: []string{"Operations"},
 			File: "scenarios/failure-recovery.yaml", DefinitionDigest: "sha256:" + strings.Repeat("0", 64), RecordedAt: "2026-09-17T10:00:00Z",
@@ -51,7 +55,7 @@ func TestOutputMatchesTheSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := Validate(raw); err != nil {
+	if err := runs.Validate(raw); err != nil {
 		t.Fatal(err)
 	}
 	// The schema is not vacuous: a recording with a failed check, or one
@@ -59,12 +63,18 @@ func TestOutputMatchesTheSchema(t *testing.T) {
 	bad := sample()
 	bad.Scenarios[0].Checks[0].Held = false
 	raw, _ = bad.Encode()
-	if err := Validate(raw); err == nil {
+	if err := runs.Validate(raw); err == nil {
 		t.Errorf("a recording holding a failed check validated")
 	}
 	raw = bytes.Replace(raw, []byte(`"lab"`), []byte(`"labs"`), 1)
-	if err := Validate(raw); err == nil {
+	if err := runs.Validate(raw); err == nil {
 		t.Errorf("a recording without lab versions validated")
+	}
+	bare := sample()
+	bare.OperatorFiles = nil
+	raw, _ = bare.Encode()
+	if err := runs.Validate(raw); err == nil {
+		t.Errorf("a recording naming no operator files validated")
 	}
 }
 
@@ -143,7 +153,7 @@ func TestLinesSplitStreamsAndNormalize(t *testing.T) {
 		{At: 30 * time.Millisecond, Stream: execute.Stdout, Data: []byte("\r\n")},
 	}}
 	got := Lines(r, []string{"stdout"}, normalize.Normalizer{RunID: "k7q2x9"})
-	want := []Line{{0.01, "stdout", "NAME          AGE"}, {0.03, "stdout", "demo-run      5s"}}
+	want := []Line{{T: 0.01, Stream: "stdout", Text: "NAME          AGE"}, {T: 0.03, Stream: "stdout", Text: "demo-run      5s"}}
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Errorf("lines = %+v, want %+v", got, want)
 	}
@@ -157,7 +167,7 @@ func TestCredentialRefusedWhereverItIsPublished(t *testing.T) {
 	cases := map[string]func(*Recording){
 		"output": func(r *Recording) { r.Scenarios[0].Events[1].Output[0].Text = "url=postgres://u:hunter2-db-pass@db" },
 		"stderr": func(r *Recording) {
-			r.Scenarios[0].Events[1].Output = append(r.Scenarios[0].Events[1].Output, Line{1, "stderr", "hunter2-db-pass"})
+			r.Scenarios[0].Events[1].Output = append(r.Scenarios[0].Events[1].Output, Line{T: 1, Stream: "stderr", Text: "hunter2-db-pass"})
 		},
 		"base64 output": func(r *Recording) { r.Scenarios[0].Events[0].Output[0].Text = "password: aHVudGVyMi1kYi1wYXNz" },
 		"evidence field": func(r *Recording) {
@@ -171,7 +181,7 @@ func TestCredentialRefusedWhereverItIsPublished(t *testing.T) {
 		dir := t.TempDir()
 		r := sample()
 		plant(r)
-		err := Publish(filepath.Join(dir, RunsFile), r, secrets)
+		err := Publish(filepath.Join(dir, runs.File), r, secrets)
 		var ce *CredentialError
 		if !errors.As(err, &ce) {
 			t.Errorf("%s: publish = %v, want a credential refusal", name, err)
@@ -185,10 +195,10 @@ func TestCredentialRefusedWhereverItIsPublished(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	if err := Publish(filepath.Join(dir, RunsFile), sample(), secrets); err != nil {
+	if err := Publish(filepath.Join(dir, runs.File), sample(), secrets); err != nil {
 		t.Fatalf("clean recording refused: %v", err)
 	}
-	for _, f := range []string{RunsFile, "failure-recovery.cast"} {
+	for _, f := range []string{runs.File, "failure-recovery.cast"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Errorf("clean publish did not write %s", f)
 		}
@@ -265,7 +275,7 @@ func TestCredentialAsThePageShowsIt(t *testing.T) {
 	sc := credential.NewScanner([]credential.Credential{{Value: []byte("hunter2-db-pass"), Kind: "a lab credential"}})
 	r := sample()
 	e := &r.Scenarios[0].Events[1]
-	e.Output = []Line{{0.1, "stdout", "\x1b]0;title left open"}, {0.2, "stdout", "hunter2\x1b[31m-db-pass"}}
+	e.Output = []Line{{T: 0.1, Stream: "stdout", Text: "\x1b]0;title left open"}, {T: 0.2, Stream: "stdout", Text: "hunter2\x1b[31m-db-pass"}}
 	if err := Scan(sc, r.Scenarios[0]); err == nil || !strings.Contains(err.Error(), "step 2 output") {
 		t.Errorf("scan = %v, want a refusal of step 2 output", err)
 	}

@@ -12,22 +12,11 @@ import (
 	"ptah.run/operator/recorder/terminal"
 )
 
-// CredentialError is a refusal to publish: where the credential was found
-// and what it is, never the value.
-type CredentialError struct {
-	Where string
-	Found credential.Finding
-}
-
-func (e *CredentialError) Error() string {
-	return fmt.Sprintf("refused: %s holds %s; nothing was written (change the step so it does not print it)", e.Where, e.Found)
-}
+// CredentialError is a refusal to publish, from the credential scanner.
+type CredentialError = credential.Refusal
 
 func scanBytes(sc *credential.Scanner, where string, data []byte) error {
-	if f := sc.Scan(data); f != nil {
-		return &CredentialError{Where: where, Found: *f}
-	}
-	return nil
+	return sc.Refuse(where, data)
 }
 
 // Scan refuses a scenario in which any published text (notes, commands,

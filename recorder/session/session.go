@@ -57,9 +57,12 @@ type Runner struct {
 // Failure is a scenario that stopped: the checks so far (the last one did
 // not hold, unless Err is set) and what was seen around it.
 type Failure struct {
-	Scenario    string
-	Step        int
-	Checks      []check.Check
+	Scenario string
+	Step     int
+	Checks   []check.Check
+	// Events are the steps that ran to the end, as they would have been
+	// published (for a report, never published).
+	Events      []recording.Event
 	Diagnostics string
 	Err         error
 	// scanner takes credentials out of the report; nil takes out none but
@@ -150,6 +153,7 @@ type run struct {
 	*Runner
 	sc       scenario.Scenario
 	checks   []check.Check
+	events   []recording.Event
 	progress *progress
 	scanner  *credential.Scanner
 }
@@ -194,24 +198,31 @@ func (r *Runner) Run(ctx context.Context, s scenario.Scenario) (recording.Scenar
 		}
 		ru.progress.set(n, "running "+firstLine(st.Run))
 		started := time.Since(begin)
+		cmdStart := time.Now()
 		res, err := ru.command(ctx, n, st)
+		ran := float64(time.Since(cmdStart).Milliseconds()) / 1000
 		if lerr := ru.learn(ctx); err == nil {
 			err = lerr
+		}
+		lines := recording.Lines(res, st.Show, r.Normalizer)
+		if err == nil || errors.Is(err, errNotHeld) {
+			// Kept for a failure's report too, which shows what the step printed.
+			ru.events = append(ru.events, recording.Event{
+				Step: n, Note: st.Note, Command: st.Run, Sync: st.Sync, Show: st.Show,
+				Start:   float64(started.Microseconds()) / 1e6,
+				Seconds: ran,
+				Output:  nonNil(lines),
+			})
 		}
 		if err != nil {
 			return recording.Scenario{}, ru.fail(ctx, n, st.Await, stepStart, err)
 		}
-		lines := recording.Lines(res, st.Show, r.Normalizer)
 		if len(lines) > recording.MaxLines {
 			return recording.Scenario{}, ru.fail(ctx, n, nil, stepStart, fmt.Errorf(
 				"refused: the command printed %d lines, more than the %d a step may publish; nothing was written (narrow what it prints, for example with `| tail -n 20`, `| head -n 20` or a selector)",
 				len(lines), recording.MaxLines))
 		}
-		out.Events = append(out.Events, recording.Event{
-			Step: n, Note: st.Note, Command: st.Run, Sync: st.Sync, Show: st.Show,
-			Start:  float64(started.Microseconds()) / 1e6,
-			Output: nonNil(lines),
-		})
+		out.Events = ru.events
 		if res := st.Expect.Resource; res != nil {
 			if err := ru.observe(ctx, n, *res, timeoutOf(res.Timeout, 0), "reading"); err != nil {
 				return recording.Scenario{}, ru.fail(ctx, n, res, stepStart, err)
@@ -302,7 +313,7 @@ func (ru *run) command(ctx context.Context, step int, st scenario.Step) (execute
 // fail builds the Failure, with diagnostics on the object the step watched,
 // scanned for credentials like everything else the recorder prints.
 func (ru *run) fail(ctx context.Context, step int, o *scenario.Observation, since time.Time, err error) error {
-	f := &Failure{Scenario: ru.sc.ID, Step: step, Checks: ru.checks}
+	f := &Failure{Scenario: ru.sc.ID, Step: step, Checks: ru.checks, Events: ru.events}
 	if !errors.Is(err, errNotHeld) {
 		f.Err = err
 	}

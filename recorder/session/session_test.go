@@ -19,7 +19,9 @@ import (
 	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/observe"
+	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 )
 
@@ -150,16 +152,21 @@ func TestRecorder(t *testing.T) {
 		}
 
 		r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "0000000", Environment: []recording.Name{}}
+		r.OperatorFiles = map[string]string{"operator/a.go": strings.Repeat("a", 64)}
+		r.Lab.OperatorSource = opsource.Digest(r.OperatorFiles)
 		r.Merge(rec)
+		if rec.Events[0].Seconds <= 0 {
+			t.Errorf("step 1's command took %v s", rec.Events[0].Seconds)
+		}
 		dir := t.TempDir()
-		if err := recording.Publish(filepath.Join(dir, recording.RunsFile), r, l.runner.Scanner()); err != nil {
+		if err := recording.Publish(filepath.Join(dir, runs.File), r, l.runner.Scanner()); err != nil {
 			t.Fatal(err)
 		}
-		raw, err := os.ReadFile(dir + "/" + recording.RunsFile)
+		raw, err := os.ReadFile(dir + "/" + runs.File)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := recording.Validate(raw); err != nil {
+		if err := runs.Validate(raw); err != nil {
 			t.Error(err)
 		}
 	})
@@ -255,7 +262,7 @@ func TestRecorder(t *testing.T) {
 			dir := t.TempDir()
 			r := &recording.Recording{RecordedAt: rec.RecordedAt, ScenariosCommit: strings.Repeat("0", 40), ScenariosDescribe: "x"}
 			r.Merge(rec)
-			err = recording.Publish(filepath.Join(dir, recording.RunsFile), r, l.runner.Scanner())
+			err = recording.Publish(filepath.Join(dir, runs.File), r, l.runner.Scanner())
 			var ce *recording.CredentialError
 			if !errors.As(err, &ce) || !strings.Contains(err.Error(), "scenario leak step 2") {
 				t.Errorf("%s: publish = %v, want a refusal naming step 2", name, err)

@@ -1,4 +1,4 @@
-package recording
+package runs
 
 import (
 	"bytes"
@@ -13,21 +13,21 @@ func Validate(runs []byte) error {
 	c.AssertFormat()
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(Schema))
 	if err != nil {
-		return fmt.Errorf("recording: runs.schema.json is not JSON: %w", err)
+		return fmt.Errorf("runs: runs.schema.json is not JSON: %w", err)
 	}
 	if err := c.AddResource("runs.schema.json", doc); err != nil {
-		return fmt.Errorf("recording: runs.schema.json: %w", err)
+		return fmt.Errorf("runs: runs.schema.json: %w", err)
 	}
 	sch, err := c.Compile("runs.schema.json")
 	if err != nil {
-		return fmt.Errorf("recording: compile runs.schema.json: %w", err)
+		return fmt.Errorf("runs: compile runs.schema.json: %w", err)
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(runs))
 	if err != nil {
-		return fmt.Errorf("recording: runs.json is not JSON: %w", err)
+		return fmt.Errorf("runs: runs.json is not JSON: %w", err)
 	}
 	if err := sch.Validate(inst); err != nil {
-		return fmt.Errorf("recording: runs.json does not match runs.schema.json: %w", err)
+		return fmt.Errorf("runs: runs.json does not match runs.schema.json: %w", err)
 	}
 	return nil
 }

@@ -1,14 +1,13 @@
-// Package evidence is the published record of a check: the claim, whether
-// it held and what was seen. It is a leaf (no cluster client), so the
-// recording and the site built from it can hold checks; package check makes
-// and judges them.
-package evidence
+package runs
 
 // Check is one claim, whether it held, and what was seen.
 type Check struct {
-	Step     int      `json:"step"`
-	Claim    string   `json:"claim"`
-	Held     bool     `json:"held"`
+	Step  int    `json:"step"`
+	Claim string `json:"claim"`
+	Held  bool   `json:"held"`
+	// Runs is set by record -repeat: the runs the claim held in, which is
+	// every run, or nothing is published.
+	Runs     int      `json:"runs,omitempty"`
 	Evidence Evidence `json:"evidence"`
 }
 
