@@ -25,6 +25,8 @@ const usage = `usage: lab VERB [ARGS]
   down [-images]        remove what the lab created; -images also removes the images it built
   prepare               prepare the host: Debian packages, dockerd, the OCI runtime wrapper where needed
   reset                 delete every Ptah object and Job in the demo namespace and drop the demo tables
+  scenario-up           a namespace ptah-demo-<hex> with a database of its own; prints NAMESPACE=... and the names it stands for
+  scenario-down NS      remove a namespace scenario-up made, and its database
   publish REV           push demo/schemas/REV.sql to the lab registry under a fresh tag; prints the digest
   publish-migrations SET  push the migration files of demo/migrations/SET under a fresh tag; prints the digest
   manifest NAME DIGEST  render demo/manifests/NAME.yaml (APPLY required; ALLOW_DESTRUCTIVE, INTERVAL, SUSPEND)
@@ -36,7 +38,7 @@ const usage = `usage: lab VERB [ARGS]
 `
 
 // arity is how many arguments each verb takes.
-var arity = map[string]int{"up": 0, "prepare": 0, "reset": 0, "credentials": 0, "versions": 0, "publish": 1, "publish-migrations": 1, "images": 1, "manifest": 2, "psql": 1}
+var arity = map[string]int{"up": 0, "prepare": 0, "reset": 0, "credentials": 0, "versions": 0, "publish": 1, "publish-migrations": 1, "images": 1, "manifest": 2, "psql": 1, "scenario-up": 0, "scenario-down": 1}
 
 func main() {
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
@@ -81,6 +83,10 @@ func dispatch(ctx context.Context, verb string, args []string) error {
 		return l.Prepare(ctx)
 	case "reset":
 		return l.Reset(ctx)
+	case "scenario-up":
+		return l.ScenarioUp(ctx)
+	case "scenario-down":
+		return l.ScenarioDown(ctx, args[0])
 	case "publish":
 		return l.Publish(ctx, args[0])
 	case "publish-migrations":

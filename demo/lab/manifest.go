@@ -72,7 +72,12 @@ func (l *Lab) Manifest(name, digest string, getenv func(string) (string, bool)) 
 	if err != nil {
 		return "", err
 	}
-	fixed := map[string]string{"DIGEST": digest, "NAMESPACE": env.get("NAMESPACE"), "REGISTRY_IN_CLUSTER": env.get("REGISTRY_IN_CLUSTER")}
+	ns := env.get("NAMESPACE")
+	if v, ok := getenv("NAMESPACE"); ok && v != "" {
+		// A scenario's own namespace (scenario-up).
+		ns = v
+	}
+	fixed := map[string]string{"DIGEST": digest, "NAMESPACE": ns, "REGISTRY_IN_CLUSTER": env.get("REGISTRY_IN_CLUSTER")}
 	var problems []string
 	out := placeholderPattern.ReplaceAllStringFunc(string(raw), func(m string) string {
 		key := placeholderPattern.FindStringSubmatch(m)[1]

@@ -33,10 +33,30 @@ const (
 // EndpointSlices to the registry and database containers, the Secrets, the
 // verification policy and the psql client.
 func (l *Lab) namespaceObjects(s *state, registryIP, postgresIP string) ([]any, error) {
+	return l.demoObjects(demoNamespace{name: Namespace, database: databaseName, appPassword: s.creds.App, registryPassword: s.creds.Registry,
+		psqlImage: s.postgresIm.Ref, registryIP: registryIP, postgresIP: postgresIP})
+}
+
+// demoNamespace is what one demo namespace's objects are made of: the lab's
+// own (ptah-demo) or a scenario's, which has a database of its own.
+type demoNamespace struct {
+	name, database                string
+	appPassword, registryPassword string
+	psqlImage                     string
+	registryIP, postgresIP        string
+	labels                        map[string]string
+}
+
+func (l *Lab) demoObjects(d demoNamespace) ([]any, error) {
 	labels := map[string]string{"app.kubernetes.io/managed-by": managedBy}
-	meta := func(name string) metav1.ObjectMeta {
-		return metav1.ObjectMeta{Name: name, Namespace: Namespace, Labels: labels}
+	nsLabels := map[string]string{"app.kubernetes.io/managed-by": managedBy}
+	for k, v := range d.labels {
+		nsLabels[k] = v
 	}
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: d.name, Labels: labels}
+	}
+	registryIP, postgresIP := d.registryIP, d.postgresIP
 	external := func(name, ip string, port int32) []any {
 		svc := &corev1.Service{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
@@ -54,48 +74,50 @@ func (l *Lab) namespaceObjects(s *state, registryIP, postgresIP string) ([]any, 
 		return []any{svc, slice}
 	}
 	dockerConfig, _ := json.Marshal(map[string]any{"auths": map[string]any{registryInCluster(): map[string]string{
-		"username": registryUser, "password": s.creds.Registry,
-		"auth": base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + s.creds.Registry)),
+		"username": registryUser, "password": d.registryPassword,
+		"auth": base64.StdEncoding.EncodeToString([]byte(registryUser + ":" + d.registryPassword)),
 	}}})
 	policy, err := l.policyData()
 	if err != nil {
 		return nil, err
 	}
-	objs := []any{&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: Namespace, Labels: labels}}}
+	objs := []any{&corev1.Namespace{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"}, ObjectMeta: metav1.ObjectMeta{Name: d.name, Labels: nsLabels}}}
 	objs = append(objs, external(registryService, registryIP, 5000)...)
 	objs = append(objs, external(postgresService, postgresIP, 5432)...)
 	objs = append(objs,
 		&corev1.Secret{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(databaseSecret), Type: corev1.SecretTypeOpaque,
-			StringData: map[string]string{"url": databaseURL(s.creds.App), "password": s.creds.App},
+			StringData: map[string]string{"url": databaseURL(d.name, d.database, d.appPassword), "password": d.appPassword},
 		},
 		&corev1.Secret{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(brokenSecret), Type: corev1.SecretTypeOpaque,
-			StringData: map[string]string{"url": brokenDatabaseURL},
+			StringData: map[string]string{"url": brokenDatabaseURL(d.name, d.database)},
 		},
 		&corev1.Secret{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Secret"}, ObjectMeta: meta(registrySecret), Type: corev1.SecretTypeDockerConfigJson,
 			StringData: map[string]string{
 				corev1.DockerConfigJsonKey: string(dockerConfig),
-				"registry":                 registryInCluster(), "username": registryUser, "password": s.creds.Registry,
+				"registry":                 registryInCluster(), "username": registryUser, "password": d.registryPassword,
 			},
 		},
 		&corev1.ConfigMap{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: meta(policyConfigMap),
 			Immutable: ptr.To(true), Data: policy,
 		},
-		l.psqlDeployment(meta(psqlDeployment), s.postgresIm.Ref),
+		l.psqlDeployment(meta(psqlDeployment), d.psqlImage, d.database),
 	)
 	return objs, nil
 }
 
-func databaseURL(password string) string {
-	return fmt.Sprintf("postgres://%s:%s@%s.%s.svc:5432/%s?sslmode=disable", appRole, password, postgresService, Namespace, databaseName)
+func databaseURL(namespace, database, password string) string {
+	return fmt.Sprintf("postgres://%s:%s@%s.%s.svc:5432/%s?sslmode=disable", appRole, password, postgresService, namespace, database)
 }
 
 // brokenDatabaseURL names a Service that does not exist, so a connection
 // fails at once (the name does not resolve) rather than after a timeout.
-var brokenDatabaseURL = fmt.Sprintf("postgres://nobody:nobody@%s-absent.%s.svc:5432/%s?sslmode=disable", postgresService, Namespace, databaseName)
+func brokenDatabaseURL(namespace, database string) string {
+	return fmt.Sprintf("postgres://nobody:nobody@%s-absent.%s.svc:5432/%s?sslmode=disable", postgresService, namespace, database)
+}
 
 // policyData is demo/policy/*, one key per file, with ${REGISTRY_IN_CLUSTER} filled in.
 func (l *Lab) policyData() (map[string]string, error) {
@@ -116,7 +138,7 @@ func (l *Lab) policyData() (map[string]string, error) {
 }
 
 // psqlDeployment is a psql client that reads its connection from the Secret.
-func (l *Lab) psqlDeployment(meta metav1.ObjectMeta, image string) *appsv1.Deployment {
+func (l *Lab) psqlDeployment(meta metav1.ObjectMeta, image, database string) *appsv1.Deployment {
 	sel := map[string]string{"app.kubernetes.io/name": psqlDeployment}
 	podLabels := map[string]string{"app.kubernetes.io/name": psqlDeployment, "app.kubernetes.io/managed-by": managedBy}
 	return &appsv1.Deployment{
@@ -141,9 +163,9 @@ func (l *Lab) psqlDeployment(meta metav1.ObjectMeta, image string) *appsv1.Deplo
 						// connect as the application role too.
 						Env: []corev1.EnvVar{
 							{Name: "DATABASE_URL", ValueFrom: secretKey(databaseSecret, "url")},
-							{Name: "PGHOST", Value: postgresService + "." + Namespace + ".svc"},
+							{Name: "PGHOST", Value: postgresService + "." + meta.Namespace + ".svc"},
 							{Name: "PGPORT", Value: "5432"},
-							{Name: "PGDATABASE", Value: databaseName},
+							{Name: "PGDATABASE", Value: database},
 							{Name: "PGUSER", Value: appRole},
 							{Name: "PGSSLMODE", Value: "disable"},
 							{Name: "PGPASSWORD", ValueFrom: secretKey(databaseSecret, "password")},
@@ -188,9 +210,17 @@ func (l *Lab) upNamespace(ctx context.Context, s *state, _ *created) (string, er
 	if err != nil {
 		return "", err
 	}
+	if err := l.applyDemo(ctx, Namespace, objs); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d objects applied (registry %s, postgres %s); deployment/%s Available", len(objs), registryIP, postgresIP, psqlDeployment), nil
+}
+
+// applyDemo applies a demo namespace's objects and waits for its psql client.
+func (l *Lab) applyDemo(ctx context.Context, namespace string, objs []any) error {
 	doc, err := toYAML(objs)
 	if err != nil {
-		return "", err
+		return err
 	}
 	apply := func() error {
 		_, err := l.kubectlCmd(ctx, doc, "apply", "--server-side", "--force-conflicts", "--field-manager="+managedBy, "-f", "-")
@@ -198,19 +228,17 @@ func (l *Lab) upNamespace(ctx context.Context, s *state, _ *created) (string, er
 	}
 	if err := apply(); err != nil {
 		if !strings.Contains(err.Error(), "immutable") {
-			return "", err
+			return err
 		}
 		// The policy changed: an immutable ConfigMap is replaced, never edited.
 		l.r.Printf("  verification policy changed: replacing configmap/%s", policyConfigMap)
-		if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "delete", "configmap", policyConfigMap); err != nil {
-			return "", err
+		if _, err := l.kubectlCmd(ctx, "", "-n", namespace, "delete", "configmap", policyConfigMap); err != nil {
+			return err
 		}
 		if err := apply(); err != nil {
-			return "", err
+			return err
 		}
 	}
-	if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "rollout", "status", "deployment/"+psqlDeployment, "--timeout=3m"); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%d objects applied (registry %s, postgres %s); deployment/%s Available", len(objs), registryIP, postgresIP, psqlDeployment), nil
+	_, err = l.kubectlCmd(ctx, "", "-n", namespace, "rollout", "status", "deployment/"+psqlDeployment, "--timeout=3m")
+	return err
 }

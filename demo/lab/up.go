@@ -381,6 +381,9 @@ func (l *Lab) upEnvironment(ctx context.Context, s *state, _ *created) (string, 
 	e.set("PTAH_OCI_USERNAME", registryUser)
 	e.set("PTAH_OCI_PASSWORD", s.creds.Registry)
 	e.set("PTAH_LAB_BIN", l.binDir())
+	// The recorder runs `$PTAH_LAB_SCENARIOS scenario-up` and `scenario-down NS`
+	// to give each scenario a namespace and database of its own.
+	e.set("PTAH_LAB_SCENARIOS", filepath.Join(l.Root, "demo", "bin", "lab"))
 	e.set("PTAH_LAB_RUN_ID", s.runID)
 	e.set("PTAH_LAB_CLUSTER", s.cluster)
 	e.set("PTAH_LAB_KUBERNETES", KubernetesVersion)

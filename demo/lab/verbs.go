@@ -51,8 +51,12 @@ func (l *Lab) Psql(ctx context.Context, sql string) error {
 	if _, err := l.up(ctx); err != nil {
 		return err
 	}
+	ns := namespace()
+	if err := l.checkDemoNamespace(ctx, ns); err != nil {
+		return err
+	}
 	out, err := l.r.Run(ctx, run.Cmd{Name: l.kubectl(), Stdin: strings.NewReader(sql), Brief: true,
-		Args: []string{"--kubeconfig", l.kubeconfig(), "-n", Namespace, "exec", "-i", "deployment/" + psqlDeployment, "--",
+		Args: []string{"--kubeconfig", l.kubeconfig(), "-n", ns, "exec", "-i", "deployment/" + psqlDeployment, "--",
 			"sh", "-c", `exec psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -f -`}})
 	if err != nil {
 		return err
@@ -133,10 +137,15 @@ func (l *Lab) PublishMigrations(ctx context.Context, set string) error {
 	return nil
 }
 
-// Reset deletes every Ptah object and Job in the demo namespace and drops
-// the demo tables and the migration history, leaving the lab up.
+// Reset deletes every Ptah object and Job in the demo namespace (NAMESPACE
+// when set, so a scenario's own) and drops the demo tables and the
+// migration history, leaving the lab up.
 func (l *Lab) Reset(ctx context.Context) error {
 	if _, err := l.up(ctx); err != nil {
+		return err
+	}
+	ns := namespace()
+	if err := l.checkDemoNamespace(ctx, ns); err != nil {
 		return err
 	}
 	kinds, err := l.kubectlCmd(ctx, "", "api-resources", "--api-group=operator.ptah.run", "--namespaced=true", "-o", "name")
@@ -145,8 +154,8 @@ func (l *Lab) Reset(ctx context.Context) error {
 	}
 	// Events too: a scenario's event listing must show its own session only.
 	targets := append(strings.Fields(kinds), "jobs.batch", "events")
-	done := l.r.Step("reset: delete " + strings.Join(targets, ", ") + " in " + Namespace)
-	if _, err := l.kubectlCmd(ctx, "", "-n", Namespace, "delete", strings.Join(targets, ","), "--all", "--ignore-not-found", "--wait=true", "--timeout=2m"); err != nil {
+	done := l.r.Step("reset: delete " + strings.Join(targets, ", ") + " in " + ns)
+	if _, err := l.kubectlCmd(ctx, "", "-n", ns, "delete", strings.Join(targets, ","), "--all", "--ignore-not-found", "--wait=true", "--timeout=2m"); err != nil {
 		return err
 	}
 	done("deleted")
@@ -156,7 +165,7 @@ func (l *Lab) Reset(ctx context.Context) error {
     EXECUTE format('DROP TABLE IF EXISTS public.%I CASCADE', t);
   END LOOP; END $$;
 DROP SCHEMA IF EXISTS ptah CASCADE;`
-	if _, err := l.kubectlCmd(ctx, drop, "-n", Namespace, "exec", "-i", "deployment/"+psqlDeployment, "--",
+	if _, err := l.kubectlCmd(ctx, drop, "-n", ns, "exec", "-i", "deployment/"+psqlDeployment, "--",
 		"sh", "-c", `exec psql "$DATABASE_URL" -X -q -v ON_ERROR_STOP=1 -f -`); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ package normalize
 
 import (
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -37,14 +38,43 @@ var fixed = []rule{
 // from it are rewritten), empty when the lab has none.
 type Normalizer struct {
 	RunID string
+	// Names maps the names a lab made for one scenario (its namespace,
+	// database, role) to the published names they stand for, so a scenario
+	// run in isolation publishes what a serial one would.
+	Names []Name
+}
+
+// Name is one scenario's own name and the published name it stands for.
+type Name struct {
+	Own, Published string
 }
 
 func (n Normalizer) rules() []rule {
-	rs := fixed
+	rs := fixed[:len(fixed):len(fixed)]
+	// The longest first, so a name that holds another (storefront_app_x
+	// holds storefront_x's prefix) is rewritten whole.
+	names := append([]Name(nil), n.Names...)
+	sort.SliceStable(names, func(i, j int) bool { return len(names[i].Own) > len(names[j].Own) })
+	for _, nm := range names {
+		rs = append(rs, rule{"scenario name", regexp.MustCompile(`\b` + regexp.QuoteMeta(nm.Own) + `\b`), nm.Published})
+	}
 	if n.RunID != "" {
-		rs = append(rs[:len(rs):len(rs)], rule{"run id", regexp.MustCompile(`\b` + regexp.QuoteMeta(n.RunID) + `\b`), RunID})
+		rs = append(rs, rule{"run id", regexp.MustCompile(`\b` + regexp.QuoteMeta(n.RunID) + `\b`), RunID})
 	}
 	return rs
+}
+
+// Leftover is the first of the scenario's own names still in s after
+// normalization (glued to a longer word, so no rule rewrote it), or "".
+// Such a line is refused, never published: it would show a reader a name
+// their lab does not have.
+func (n Normalizer) Leftover(s string) string {
+	for _, nm := range n.Names {
+		if strings.Contains(s, nm.Own) {
+			return nm.Own
+		}
+	}
+	return ""
 }
 
 // Line rewrites one line of output. A replacement followed by the padding of

@@ -66,3 +66,47 @@ func TestLongerReplacementTakesFromPadding(t *testing.T) {
 		}
 	}
 }
+
+// A scenario run in its own namespace, database and role publishes the
+// names a serial run would, and a kubectl table keeps its columns.
+func TestScenarioNamesMapBack(t *testing.T) {
+	n := Normalizer{RunID: "k7q2x9", Names: []Name{
+		{Own: "ptah-demo-3f9a1c", Published: "ptah-demo"},
+		{Own: "storefront_3f9a1c", Published: "storefront"},
+		{Own: "storefront_app_3f9a1c", Published: "storefront_app"},
+	}}
+	cases := []struct{ name, in, want string }{
+		{"namespace in a kubectl table keeps the columns",
+			"NAMESPACE          NAME         AGE\nptah-demo-3f9a1c   storefront   5s\n",
+			"NAMESPACE          NAME         AGE\nptah-demo          storefront   5s\n"},
+		{"namespace in a host name", `dial tcp: lookup postgres-absent.ptah-demo-3f9a1c.svc: no such host`, `dial tcp: lookup postgres-absent.ptah-demo.svc: no such host`},
+		{"role, not taken for the database's prefix", ` public | customers | table | storefront_app_3f9a1c`, ` public | customers | table | storefront_app`},
+		{"database", `You are connected to database "storefront_3f9a1c" as user "storefront_app_3f9a1c"`, `You are connected to database "storefront" as user "storefront_app"`},
+		{"the published names untouched", `ptah-demo storefront storefront_app`, `ptah-demo storefront storefront_app`},
+		{"run id rule still applies", `ptah-lab-k7q2x9 in ptah-demo-3f9a1c`, `ptah-lab-run in ptah-demo`},
+	}
+	for _, c := range cases {
+		got := n.Text(c.in)
+		if got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
+		if l := n.Leftover(got); l != "" {
+			t.Errorf("%s: %q left in %q", c.name, l, got)
+		}
+	}
+}
+
+// A scenario's own name glued to a longer word is not a name the rules may
+// rewrite, so it stays; Leftover finds it and the line is refused.
+func TestScenarioNameLeftOverIsFound(t *testing.T) {
+	n := Normalizer{Names: []Name{{Own: "ptah-demo-3f9a1c", Published: "ptah-demo"}, {Own: "storefront_app_3f9a1c", Published: "storefront_app"}}}
+	for _, in := range []string{"xptah-demo-3f9a1c", "ptah-demo-3f9a1c0", "storefront_app_3f9a1cz owns it", "cHRhaC1kZW1v ptah-demo-3f9a1c_x"} {
+		got := n.Line(in)
+		if l := n.Leftover(got); l == "" {
+			t.Errorf("%q normalized to %q: no leftover found", in, got)
+		}
+	}
+	if l := n.Leftover("ptah-demo storefront_app"); l != "" {
+		t.Errorf("the published names reported as leftover %q", l)
+	}
+}

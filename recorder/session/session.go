@@ -217,6 +217,9 @@ func (r *Runner) Run(ctx context.Context, s scenario.Scenario) (recording.Scenar
 		if err != nil {
 			return recording.Scenario{}, ru.fail(ctx, n, st.Await, stepStart, err)
 		}
+		if err := leftover(r.Normalizer, lines); err != nil {
+			return recording.Scenario{}, ru.fail(ctx, n, nil, stepStart, err)
+		}
 		if len(lines) > recording.MaxLines {
 			return recording.Scenario{}, ru.fail(ctx, n, nil, stepStart, fmt.Errorf(
 				"refused: the command printed %d lines, more than the %d a step may publish; nothing was written (narrow what it prints, for example with `| tail -n 20`, `| head -n 20` or a selector)",
@@ -355,6 +358,17 @@ func (r *Runner) shell(d time.Duration) execute.Shell {
 	sh := r.Shell
 	sh.Timeout = d
 	return sh
+}
+
+// leftover refuses output that still holds a name the lab made for this
+// scenario alone: a reader's lab does not have it.
+func leftover(n normalize.Normalizer, lines []recording.Line) error {
+	for i, l := range lines {
+		if own := n.Leftover(l.Text); own != "" {
+			return fmt.Errorf("refused: line %d of the output holds %q, a name the lab made for this scenario alone, in a form normalization does not rewrite (glued to a longer word); nothing was written (print it apart from what it is glued to)", i+1, own)
+		}
+	}
+	return nil
 }
 
 // bounded turns a command that was stopped into its one-line reason.
