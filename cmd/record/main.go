@@ -20,6 +20,7 @@ type options struct {
 	verify      bool
 	junit       string
 	repeat      int
+	parallel    int
 	environment string
 }
 
@@ -58,9 +59,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.verify, "verify", false, "check that the recording still matches the scenario definitions")
 	fs.StringVar(&o.junit, "junit", "", "also write a JUnit XML report, one testcase per check, to this file")
 	fs.IntVar(&o.repeat, "repeat", 1, "run every scenario this many times; a claim is published only if it held in every run")
+	fs.IntVar(&o.parallel, "parallel", 0, "run this many scenarios at once, each in a namespace of its own (0: what the machine takes, at least 2, when the lab gives namespaces; else 1)")
 	fs.StringVar(&o.environment, "environment", "demo/.lab/environment", "the lab's environment file")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: record [-scenarios DIR] [-output FILE] [-only ID] [-check] [-verify] [-junit FILE] [-repeat N] [-environment FILE]")
+		fmt.Fprintln(stderr, "usage: record [-scenarios DIR] [-output FILE] [-only ID] [-check] [-verify] [-junit FILE] [-repeat N] [-parallel N] [-environment FILE]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -72,6 +74,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.repeat < 1 {
 		fmt.Fprintf(stderr, "record: -repeat %d: a scenario runs at least once\n", o.repeat)
+		return o, errUsage
+	}
+	if o.parallel < 0 {
+		fmt.Fprintf(stderr, "record: -parallel %d: at least one scenario runs at a time\n", o.parallel)
 		return o, errUsage
 	}
 	if o.check && o.verify {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/envnames"
 	"ptah.run/operator/recorder/labenv"
 	"ptah.run/operator/recorder/normalize"
@@ -79,19 +80,36 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 		return 1, err
 	}
 
+	iso := newIsolation(lab, root)
+	parallel := o.parallel
+	switch {
+	case iso == nil && parallel > 1:
+		return 2, fmt.Errorf("-parallel %d: %s names no PTAH_LAB_SCENARIOS, so the scenarios cannot have namespaces of their own; rebuild the lab with `make demo-up` or drop -parallel", parallel, lab.File)
+	case iso == nil:
+		parallel = 1
+	case parallel == 0:
+		parallel = defaultParallel()
+	}
+	results := runAll(ctx, runner, iso, all, o.repeat, parallel, root, stderr)
+
 	// A scenario that fails or flakes stops none of the others (each starts
-	// from its own reset), so one run reports every failure; but then
-	// nothing is published.
+	// from its own reset, in its own namespace when the lab gives one), so
+	// one run reports every failure; but then nothing is published. The
+	// results are taken in scenario order, however they ran.
 	var recorded []recording.Scenario
 	var reports []ran
 	var unpublished []string
+	var scenarioCreds []credential.Credential
 	held := 0
-	for _, s := range all {
-		s.File = relative(root, s.File)
-		rec, failed, flakes, err := repeat(ctx, runner, s, o.repeat, stderr)
+	for i, s := range all {
+		res := results[i]
+		if res.creds != nil {
+			scenarioCreds = append(scenarioCreds, res.creds.Credentials()...)
+		}
+		rec, failed, flakes, err := res.rec, res.failed, res.flakes, res.err
 		if err != nil {
 			// Printed, not published: what holds a credential is taken out.
-			text, n := runner.Scanner().Redact(err.Error())
+			text, n := res.scanner.Redact(err.Error())
 			if n > 0 {
 				text += " (a credential was redacted from this message)"
 			}
@@ -118,7 +136,7 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 		held += len(rec.Checks)
 	}
 	if len(unpublished) > 0 {
-		writeJUnit(o.junit, runner.Scanner(), reports, stderr)
+		writeJUnit(o.junit, union(runner, scenarioCreds), reports, stderr)
 		fmt.Fprintf(stderr, "record: %d of %d %s failed or flaked (%s); nothing was written\n",
 			len(unpublished), len(all), plural(len(all), "scenario"), strings.Join(unpublished, ", "))
 		return 1, nil
@@ -140,10 +158,12 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	}
 	// The Secrets are read once more as the recording is published, so a
 	// value created by the last step is known too.
-	scanner, err := runner.Learn(ctx)
-	if err != nil {
+	// Each scenario's own Secrets (read while it ran; its namespace is gone
+	// now) are credentials too.
+	if _, err := runner.Learn(ctx); err != nil {
 		return 1, err
 	}
+	scanner := union(runner, scenarioCreds)
 	if err := recording.Publish(o.output, out, scanner); err != nil {
 		return 1, err
 	}

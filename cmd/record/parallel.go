@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+
+	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/scenario"
+	"ptah.run/operator/recorder/session"
+	"ptah.run/operator/recorder/stability"
+)
+
+// defaultParallel is what this machine takes: a scenario mostly waits for
+// Jobs and Pods, so two at a core, and at least two.
+func defaultParallel() int {
+	return max(2, 2*runtime.NumCPU())
+}
+
+// result is one scenario's outcome, as repeat returns it, with what it
+// needs afterwards: a scanner for its report and its own credentials.
+type result struct {
+	rec     recording.Scenario
+	failed  *session.Failure
+	flakes  []stability.Flake
+	err     error
+	scanner *credential.Scanner
+	creds   *credential.Set
+}
+
+// runAll runs every scenario (n at a time, each in a namespace of its own
+// when iso is not nil) and returns their results in scenario order. One
+// that fails stops none of the others.
+func runAll(ctx context.Context, base *session.Runner, iso *isolation, all []scenario.Scenario, repeatN, n int, root string, stderr io.Writer) []result {
+	results := make([]result, len(all))
+	progress := io.Writer(stderr)
+	if n > 1 {
+		progress = &lineWriter{w: stderr}
+	}
+	slots := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for i := range all {
+		all[i].File = relative(root, all[i].File)
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			slots <- struct{}{}
+			defer func() { <-slots }()
+			results[i] = runOne(ctx, base, iso, all[i], repeatN, progress)
+		}(i)
+	}
+	wg.Wait()
+	return results
+}
+
+func runOne(ctx context.Context, base *session.Runner, iso *isolation, s scenario.Scenario, repeatN int, progress io.Writer) result {
+	r := base
+	if iso != nil {
+		own, err := iso.up(ctx)
+		if err != nil {
+			return result{err: err, scanner: base.Scanner()}
+		}
+		defer func() {
+			if err := iso.down(own); err != nil {
+				fmt.Fprintf(progress, "%s: %v\n", s.ID, err)
+			}
+		}()
+		if r, err = iso.runner(base, own, progress); err != nil {
+			return result{err: err, scanner: base.Scanner()}
+		}
+	}
+	rec, failed, flakes, err := repeat(ctx, r, s, repeatN, progress)
+	return result{rec: rec, failed: failed, flakes: flakes, err: err, scanner: r.Scanner(), creds: r.Credentials}
+}
+
+// union is a scanner for the base runner's credentials and the scenarios'.
+func union(base *session.Runner, extra []credential.Credential) *credential.Scanner {
+	var all []credential.Credential
+	if base.Credentials != nil {
+		all = base.Credentials.Credentials()
+	}
+	return credential.NewScanner(append(all, extra...))
+}
