@@ -187,6 +187,18 @@ demo: demo-up
 	$(GO) run ./cmd/record
 	$(GO) run ./cmd/site -recording demo/recordings -out site/public -environment demo/.lab/environment -serve $(SITE_ADDR)
 
+.PHONY: bench-census
+## bench-census: the census recorded on the lab (make demo-up first; a clean tree) serially (-parallel 1) and with
+## -parallel $(PARALLEL) (0: what the machine takes) in one run, into a temporary folder; both times and the ratio
+PARALLEL ?= 0
+bench-census:
+	@out=$$(mktemp -d) && $(GO) build -o $$out/record ./cmd/record && \
+	s0=$$(date +%s.%N) && $$out/record -parallel 1 -output $$out/serial/runs.json >$$out/serial.log 2>&1 || { tail -30 $$out/serial.log; exit 1; }; \
+	s1=$$(date +%s.%N) && $$out/record -parallel $(PARALLEL) -output $$out/parallel/runs.json >$$out/parallel.log 2>&1 || { tail -30 $$out/parallel.log; exit 1; }; \
+	s2=$$(date +%s.%N) && tail -1 $$out/serial.log && tail -1 $$out/parallel.log && \
+	awk -v a=$$s0 -v b=$$s1 -v c=$$s2 -v n="$(PARALLEL)" 'BEGIN { printf "census serial: %.0f s; -parallel %s: %.0f s; ratio %.2fx\n", b-a, n, c-b, (b-a)/(c-b) }' && \
+	rm -rf $$out
+
 .PHONY: bench-recorder
 ## bench-recorder: the recorder's per-command overhead against bare sh -c (x-bare, interleaved in one run)
 ## and the credential scan's cost on the committed census recording (fraction of its recorded time)

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sort"
 	"sync"
 
 	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/recording"
+	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
 	"ptah.run/operator/recorder/session"
 	"ptah.run/operator/recorder/stability"
@@ -34,26 +36,56 @@ type result struct {
 // runAll runs every scenario (n at a time, each in a namespace of its own
 // when iso is not nil) and returns their results in scenario order. One
 // that fails stops none of the others.
-func runAll(ctx context.Context, base *session.Runner, iso *isolation, all []scenario.Scenario, repeatN, n int, root string, stderr io.Writer) []result {
+func runAll(ctx context.Context, base *session.Runner, iso *isolation, all []scenario.Scenario, repeatN, n int, root string, took map[string]float64, stderr io.Writer) []result {
 	results := make([]result, len(all))
 	progress := io.Writer(stderr)
 	if n > 1 {
 		progress = &lineWriter{w: stderr}
 	}
-	slots := make(chan struct{}, n)
-	var wg sync.WaitGroup
 	for i := range all {
 		all[i].File = relative(root, all[i].File)
-		wg.Add(1)
-		go func(i int) {
-			defer wg.Done()
-			slots <- struct{}{}
-			defer func() { <-slots }()
-			results[i] = runOne(ctx, base, iso, all[i], repeatN, progress)
-		}(i)
 	}
+	// The longest start first (as long as the last recording says they
+	// took), so the last to finish is not one started late.
+	order := make([]int, len(all))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return took[all[order[a]].ID] > took[all[order[b]].ID] })
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, len(all)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				results[i] = runOne(ctx, base, iso, all[i], repeatN, progress)
+			}
+		}()
+	}
+	for _, i := range order {
+		work <- i
+	}
+	close(work)
 	wg.Wait()
 	return results
+}
+
+// durations is how long each scenario of the recording at file ran (its
+// last event's end), nil when there is none.
+func durations(file string) map[string]float64 {
+	r, err := runs.Read(file)
+	if err != nil {
+		return nil
+	}
+	out := map[string]float64{}
+	for _, s := range r.Scenarios {
+		if len(s.Events) > 0 {
+			e := s.Events[len(s.Events)-1]
+			out[s.ID] = e.Start + e.Seconds
+		}
+	}
+	return out
 }
 
 func runOne(ctx context.Context, base *session.Runner, iso *isolation, s scenario.Scenario, repeatN int, progress io.Writer) result {

@@ -90,7 +90,7 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	case parallel == 0:
 		parallel = defaultParallel()
 	}
-	results := runAll(ctx, runner, iso, all, o.repeat, parallel, root, stderr)
+	results := runAll(ctx, runner, iso, all, o.repeat, parallel, root, durations(o.output), stderr)
 
 	// A scenario that fails or flakes stops none of the others (each starts
 	// from its own reset, in its own namespace when the lab gives one), so

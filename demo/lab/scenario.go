@@ -15,6 +15,15 @@ import (
 // the recorder's normalization writes back.
 const scenarioLabel = "lab.ptah.run/scenario"
 
+// databaseSQL is roleSQL for a database of the role that exists.
+const databaseSQL = `\set ON_ERROR_STOP on
+CREATE DATABASE :"db";
+REVOKE ALL ON DATABASE :"db" FROM PUBLIC;
+GRANT CONNECT, CREATE, TEMPORARY ON DATABASE :"db" TO :"role";
+\c :"db"
+ALTER SCHEMA public OWNER TO :"role";
+`
+
 var scenarioNamespace = regexp.MustCompile(`^` + Namespace + `-([0-9a-f]{6})$`)
 
 // ScenarioUp makes a scenario namespace and its database and prints what a
@@ -54,10 +63,9 @@ func (l *Lab) ScenarioUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The same least-privileged role owns every database; the password
-	// travels on stdin, never on a command line.
-	sql := strings.NewReader(fmt.Sprintf("\\set password '%s'\n", creds.App) + roleSQL)
-	if _, err := l.d.Exec(ctx, env.get("PTAH_LAB_CLUSTER")+"-postgres", sql, "psql", "-X", "-q", "-U", "postgres",
+	// The lab's least-privileged role (made by up) owns every database; it
+	// is not altered here, as scenarios side by side would race on its row.
+	if _, err := l.d.Exec(ctx, env.get("PTAH_LAB_CLUSTER")+"-postgres", strings.NewReader(databaseSQL), "psql", "-X", "-q", "-U", "postgres",
 		"-v", "role="+appRole, "-v", "db="+db); err != nil {
 		return fmt.Errorf("database %s: %w", db, err)
 	}
