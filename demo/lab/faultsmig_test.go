@@ -154,7 +154,7 @@ func (f *faultLab) runMigrationTable(rows []migrationRow) []faultResult {
 	}
 	start := time.Now()
 	f.applyMigration(0)
-	if out := f.migConverge(start, 0, 8*time.Minute); out != "converged" {
+	if out := f.migConverge(start, 0, "", 8*time.Minute); out != "converged" {
 		t.Fatalf("revision 0 of migration %s did not converge before any fault: %s", faultsMigration, out)
 	}
 	f.migConverged = migrationTarget(0)
@@ -301,7 +301,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 		f.migNoticed(hit.job, 2*time.Minute)
 	}
 	releaseOnce()
-	outcome := f.migConverge(start, n, 10*time.Minute)
+	outcome := f.migConverge(start, n, "", 10*time.Minute)
 	hit.what += "; " + f.hitOutcome(hit.job)
 	converged := outcome == "converged"
 	stopped := strings.HasPrefix(outcome, "stopped:")
@@ -309,12 +309,12 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	if stopped {
 		// The stop must name the run and ask for the acknowledgment.
 		asks = strings.Contains(outcome, "PtahMigrationRunAcknowledgment")
-		did, err := f.actAsPerson(n)
+		op, did, err := f.actAsPerson(n)
 		if err != nil {
 			outcome += "; the person could not settle it: " + err.Error()
 		} else {
 			after := time.Now()
-			then := f.migConverge(after, n, 10*time.Minute)
+			then := f.migConverge(after, n, op, 10*time.Minute)
 			outcome += "; " + did + "; then " + then
 			converged = then == "converged"
 		}
@@ -366,8 +366,10 @@ func (f *faultLab) migNoticed(job string, timeout time.Duration) {
 
 // migConverge waits for InSync=True (ScopedConverged) at the current
 // generation, read after since, at run n's last version; or for the
-// migration to rest with an unresolved run, which asks a person.
-func (f *faultLab) migConverge(since time.Time, n int, timeout time.Duration) string {
+// migration to rest with an unresolved run, which asks a person (one
+// other than the run of operation acknowledged, which the manager is yet
+// to settle).
+func (f *faultLab) migConverge(since time.Time, n int, acknowledged string, timeout time.Duration) string {
 	deadline := time.Now().Add(timeout)
 	last := ""
 	for time.Now().Before(deadline) {
@@ -385,7 +387,8 @@ func (f *faultLab) migConverge(since time.Time, n int, timeout time.Duration) st
 			!in.LastTransitionTime.Time.Before(since.Truncate(time.Second)) &&
 			m.Status.AppliedVersion == int64(migrationTarget(n)) && m.Status.ActiveOperation == nil && m.Status.UnresolvedRun == nil:
 			return "converged"
-		case m.Status.ActiveOperation == nil && m.Status.UnresolvedRun != nil && unresolved != nil && unresolved.Status == metav1.ConditionTrue:
+		case m.Status.ActiveOperation == nil && m.Status.UnresolvedRun != nil && m.Status.UnresolvedRun.Operation != acknowledged &&
+			unresolved != nil && unresolved.Status == metav1.ConditionTrue:
 			why := "stopped: UnresolvedRun=True (" + unresolved.Reason + "): " + unresolved.Message
 			if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionPlanReady); c != nil && c.Status == metav1.ConditionFalse {
 				why += "; PlanReady=False (" + c.Reason + ")"
@@ -429,31 +432,31 @@ func (f *faultLab) migrationEvent(reason string, since time.Time) bool {
 // whether each version left dirty took effect (its table and its
 // mig_applied row, written in its transaction), fix its history row
 // accordingly, and acknowledge what the history then shows committed.
-func (f *faultLab) actAsPerson(n int) (string, error) {
+func (f *faultLab) actAsPerson(n int) (operation, said string, err error) {
 	m, err := f.migration()
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	u := m.Status.UnresolvedRun
 	if u == nil {
-		return "", errors.New("no unresolved run recorded")
+		return "", "", errors.New("no unresolved run recorded")
 	}
 	var did []string
 	ended, err := f.superErr(fmt.Sprintf("SELECT count(pg_terminate_backend(pid, 5000)) FROM pg_stat_activity WHERE usename = '%s' AND pid <> pg_backend_pid() AND state <> 'idle'", appRole))
 	if err != nil {
-		return "", fmt.Errorf("end the run's sessions: %w", err)
+		return "", "", fmt.Errorf("end the run's sessions: %w", err)
 	}
 	if e := strings.TrimSpace(ended); e != "0" {
 		did = append(did, "ended "+e+" session(s) the run left")
 	}
 	dirty, err := f.superErr("SELECT coalesce(string_agg(version::text, ' '), '') FROM ptah.migration_revisions WHERE dirty")
 	if err != nil {
-		return "", fmt.Errorf("read the history: %w", err)
+		return "", "", fmt.Errorf("read the history: %w", err)
 	}
 	for _, v := range strings.Fields(dirty) {
 		took, err := f.superErr(fmt.Sprintf("SELECT (to_regclass('public.mig_v%s') IS NOT NULL OR EXISTS (SELECT 1 FROM mig_applied WHERE version = %s))::text", v, v))
 		if err != nil {
-			return "", fmt.Errorf("look for version %s's effect: %w", v, err)
+			return "", "", fmt.Errorf("look for version %s's effect: %w", v, err)
 		}
 		if strings.TrimSpace(took) == "true" {
 			f.super("UPDATE ptah.migration_revisions SET dirty = false WHERE version = " + v)
@@ -469,7 +472,7 @@ func (f *faultLab) actAsPerson(n int) (string, error) {
 	}
 	clean, err := f.superErr(fmt.Sprintf("SELECT coalesce(string_agg(version::text, ' '), '') FROM ptah.migration_revisions WHERE NOT dirty AND version = ANY('{%s}'::bigint[])", strings.Join(vs, ",")))
 	if err != nil {
-		return "", fmt.Errorf("read the history: %w", err)
+		return "", "", fmt.Errorf("read the history: %w", err)
 	}
 	var committed []int64
 	for _, v := range strings.Fields(clean) {
@@ -493,14 +496,14 @@ func (f *faultLab) actAsPerson(n int) (string, error) {
 		ack.Spec.LastCommittedVersion = &committed[len(committed)-1]
 	}
 	if err := f.c.Create(f.ctx, ack); err != nil && !apierrors.IsAlreadyExists(err) {
-		return "", fmt.Errorf("create PtahMigrationRunAcknowledgment %s: %w", ack.Name, err)
+		return "", "", fmt.Errorf("create PtahMigrationRunAcknowledgment %s: %w", ack.Name, err)
 	}
 	what := string(ack.Spec.Outcome)
 	if v := ack.Spec.LastCommittedVersion; v != nil {
 		what += fmt.Sprintf(" up to version %d", *v)
 	}
 	did = append(did, "acknowledged "+what)
-	return "a person: " + strings.Join(did, "; "), nil
+	return u.Operation, "a person: " + strings.Join(did, "; "), nil
 }
 
 // migrationsOnce counts, on the database side, what the rows' versions
@@ -521,7 +524,7 @@ func (f *faultLab) migrationsOnce(since time.Time, n int, converged bool) (strin
 		ci, _ := strconv.Atoi(c)
 		count[vi] = ci
 	}
-	hist, err := f.superErr("SELECT version || '|' || dirty FROM ptah.migration_revisions ORDER BY version")
+	hist, err := f.superErr("SELECT version || '|' || CASE WHEN dirty THEN 'dirty' ELSE 'clean' END FROM ptah.migration_revisions ORDER BY version")
 	if err != nil {
 		return "read the history: " + err.Error(), false
 	}
@@ -540,14 +543,14 @@ func (f *faultLab) migrationsOnce(since time.Time, n int, converged bool) (strin
 		}
 	}
 	for v, d := range history {
-		if d != "f" {
+		if d != "clean" {
 			ok = false
 			parts = append(parts, fmt.Sprintf("version %d left dirty", v))
 		}
 	}
 	if converged {
 		for v := 1; v <= migrationTarget(n); v++ {
-			if count[v] != 1 || history[v] != "f" {
+			if count[v] != 1 || history[v] != "clean" {
 				ok = false
 				parts = append(parts, fmt.Sprintf("version %d counted %d, history %q", v, count[v], history[v]))
 			}
