@@ -304,6 +304,11 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	outcome := f.migConverge(start, n, "", 10*time.Minute)
 	hit.what += "; " + f.hitOutcome(hit.job)
 	converged := outcome == "converged"
+	if converged && f.migrationEvent(v1alpha1.EventMigrationRunUncertain, since) {
+		// The run's own result was lost; a clean reading of the history
+		// settled it (what the history says is what committed).
+		outcome = "converged, the run recorded uncertain (its result lost) and settled by a reading of the history"
+	}
 	stopped := strings.HasPrefix(outcome, "stopped:")
 	asks := true
 	if stopped {
