@@ -92,9 +92,16 @@ func (f *faultLab) publishMigrations(n int, env *environment) string {
 	if _, err := f.l.r.Run(f.ctx, run.Cmd{Name: f.ptah, Args: []string{"migrations", "hash", "--dir", dir}}); err != nil {
 		f.t.Fatalf("hash fault migrations %d: %v", n, err)
 	}
-	ref := fmt.Sprintf("oci://%s/ledger:faults-%d-%s", env.get("PTAH_OCI_REGISTRY"), n, randomHex(3))
+	// The registry row restarts the registry, and Docker publishes its
+	// port anew: the environment's host port is the one it had at lab up.
+	port, err := f.l.d.HostPort(f.ctx, f.registry, "5000/tcp")
+	if err != nil {
+		f.t.Fatalf("the registry's host port: %v", err)
+	}
+	registry := "127.0.0.1:" + port
+	ref := fmt.Sprintf("oci://%s/ledger:faults-%d-%s", registry, n, randomHex(3))
 	out, err := f.l.r.Run(f.ctx, run.Cmd{Name: f.ptah, Args: []string{"migrations", "push", ref, "--dir", dir, "--plain-http"},
-		Env: []string{"PTAH_OCI_REGISTRY=" + env.get("PTAH_OCI_REGISTRY"), "PTAH_OCI_USERNAME=" + env.get("PTAH_OCI_USERNAME"), "PTAH_OCI_PASSWORD=" + env.get("PTAH_OCI_PASSWORD")}})
+		Env: []string{"PTAH_OCI_REGISTRY=" + registry, "PTAH_OCI_USERNAME=" + env.get("PTAH_OCI_USERNAME"), "PTAH_OCI_PASSWORD=" + env.get("PTAH_OCI_PASSWORD")}})
 	if err != nil {
 		f.t.Fatalf("publish fault migrations %d: %v", n, err)
 	}
