@@ -51,8 +51,8 @@ import (
 // column cn to customers and table fault_n), so no run needs a reset and
 // every DDL statement of the whole table is distinct.
 //
-// PtahMigration rows (a fault in the middle of a multi-version run) go in
-// TestFaults' PtahMigration subtest once its reconciler exists.
+// The PtahMigration rows (a fault in the middle of a multi-version run,
+// faultsmig_test.go) run after them in TestFaults' PtahMigration subtest.
 
 const faultsSchema = "faults"
 
@@ -76,6 +76,10 @@ type faultLab struct {
 	planted    map[string]int
 	postgresIP string
 	registryIP string
+	// The PtahMigration rows (faultsmig_test.go).
+	migDigests   []string // published migrations artifact per revision
+	migRun       int      // the revision the last migration row applied
+	migConverged int      // the last version the migration converged at
 }
 
 // fault is one way the bad day goes: inject starts it, down is how long it
@@ -165,13 +169,18 @@ func TestFaults(t *testing.T) {
 		}
 		rows = some
 	}
-	results := runFaultTable(t, l, ctx, rows)
-	t.Run("PtahMigration", func(t *testing.T) {
-		// The same faults in the middle of a multi-version run, checked
-		// against the same invariants with MigrationRunUncertain as the stop
-		// that asks a person, land here with the migration reconciler.
-		t.Skip("the PtahMigration rows (a fault in the middle of a multi-version run) are not written yet")
-	})
+	migRows := allMigrationRows()
+	if only := os.Getenv("FAULTS_ONLY"); only != "" {
+		re := regexp.MustCompile(only)
+		var some []migrationRow
+		for _, r := range migRows {
+			if re.MatchString(r.fault.name + " / " + migPhase) {
+				some = append(some, r)
+			}
+		}
+		migRows = some
+	}
+	results := runFaultTable(t, l, ctx, rows, migRows)
 	table := faultTable(results, l.commit(ctx))
 	t.Logf("fault table:\n%s", table)
 	if out := os.Getenv("PTAH_FAULTS_TABLE"); out != "" {
@@ -214,9 +223,9 @@ func allFaultRows() []faultRow {
 
 // runFaultTable sets the lab up for the table (a fresh schema at revision
 // 0, the database logging each statement of the application role with its
-// transaction), runs each row, and fails the test for each row that does
-// not hold.
-func runFaultTable(t *testing.T, l *Lab, ctx context.Context, rows []faultRow) []faultResult {
+// transaction), runs each row, then the PtahMigration rows in a subtest,
+// and fails the test for each row that does not hold.
+func runFaultTable(t *testing.T, l *Lab, ctx context.Context, rows []faultRow, migRows []migrationRow) []faultResult {
 	t.Helper()
 	f := newFaultLab(t, l, ctx, len(rows))
 	// Before the caller goes on (lab-e2e takes the lab down next), whatever
@@ -233,6 +242,14 @@ func runFaultTable(t *testing.T, l *Lab, ctx context.Context, rows []faultRow) [
 			t.Errorf("fault %s / %s does not hold: %+v", res.fault, res.phase, res)
 		}
 		results = append(results, res)
+	}
+	if len(migRows) > 0 {
+		t.Run("PtahMigration", func(t *testing.T) {
+			parent := f.t
+			f.t = t
+			defer func() { f.t = parent }()
+			results = append(results, f.runMigrationTable(migRows)...)
+		})
 	}
 	return results
 }
@@ -570,7 +587,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 	}
 	res.ddl, res.appliedOnce = f.ddlOnce(since, next, outcome == "converged")
 	res.rowsIntact = f.rowsIntact()
-	res.leftovers = f.leftovers()
+	res.leftovers = f.leftovers(runner.LabelSchema + "=" + faultsSchema)
 	res.credentials = f.credentialsShown()
 	res.holds = (outcome == "converged" || strings.HasPrefix(outcome, "stopped: ApplyOutcomeUnknown")) &&
 		!strings.Contains(res.outcome, "failed:") && res.appliedOnce && res.rowsIntact && res.leftovers == "none" && res.credentials == "none"
@@ -690,21 +707,33 @@ func (f *faultLab) rowsIntact() bool {
 var ddlLine = regexp.MustCompile(`xid=(\d+) db=` + databaseName + ` user=` + appRole + ` LOG:  duration: [0-9.]+ ms  (?:statement|execute [^:]*): (.*)$`)
 var ddlVerb = regexp.MustCompile(`(?i)^\s*(CREATE|ALTER|DROP|COMMENT|GRANT|REVOKE|TRUNCATE|RENAME)\b`)
 
-// ddlOnce reads PostgreSQL's log since the run began: every DDL statement
-// the application role ran to its end, with its transaction, and whether
-// that transaction committed. No statement may have committed twice, and a
-// converged run committed its two statements exactly once.
-func (f *faultLab) ddlOnce(since time.Time, rev int, converged bool) (string, bool) {
+// ddlRun reads PostgreSQL's log since then: each DDL statement the
+// application role ran to its end, how many times it ran and how many of
+// those runs' transactions committed (pg_xact_status of each one's id).
+func (f *faultLab) ddlRun(since time.Time) (executed, committed map[string]int, err error) {
+	return f.statementsRun(since, func(line string) (string, bool) {
+		m := ddlLine.FindStringSubmatch(line)
+		if m != nil && ddlVerb.MatchString(m[2]) {
+			return m[1] + " " + strings.TrimSpace(m[2]), true
+		}
+		return "", false
+	})
+}
+
+// statementsRun reads PostgreSQL's log since then: match turns a line into
+// "xid key" for each statement counted; each key's runs and how many of
+// them committed are returned.
+func (f *faultLab) statementsRun(since time.Time, match func(line string) (string, bool)) (executed, committed map[string]int, err error) {
 	out, err := exec.CommandContext(f.ctx, "docker", "logs", "--since", since.UTC().Format(time.RFC3339Nano), f.postgres).CombinedOutput()
 	if err != nil {
-		return "docker logs: " + err.Error(), false
+		return nil, nil, fmt.Errorf("docker logs: %w", err)
 	}
 	type execution struct{ xid, sql string }
 	var ran []execution
 	for _, line := range strings.Split(string(out), "\n") {
-		m := ddlLine.FindStringSubmatch(line)
-		if m != nil && ddlVerb.MatchString(m[2]) {
-			ran = append(ran, execution{m[1], strings.TrimSpace(m[2])})
+		if got, ok := match(line); ok {
+			xid, key, _ := strings.Cut(got, " ")
+			ran = append(ran, execution{xid, key})
 		}
 	}
 	status := map[string]string{}
@@ -715,7 +744,7 @@ func (f *faultLab) ddlOnce(since time.Time, rev int, converged bool) (string, bo
 		}
 		res, err := f.superErr(fmt.Sprintf("SELECT x || '|' || coalesce(pg_xact_status(x::text::xid8), 'unknown') FROM unnest('{%s}'::bigint[]) x", strings.Join(xids, ",")))
 		if err != nil {
-			return "pg_xact_status: " + err.Error(), false
+			return nil, nil, fmt.Errorf("pg_xact_status: %w", err)
 		}
 		for _, line := range strings.Split(res, "\n") {
 			if x, st, ok := strings.Cut(strings.TrimSpace(line), "|"); ok {
@@ -723,13 +752,25 @@ func (f *faultLab) ddlOnce(since time.Time, rev int, converged bool) (string, bo
 			}
 		}
 	}
-	committed := map[string]int{}
-	executed := map[string]int{}
+	committed = map[string]int{}
+	executed = map[string]int{}
 	for _, e := range ran {
 		executed[e.sql]++
 		if status[e.xid] == "committed" {
 			committed[e.sql]++
 		}
+	}
+	return executed, committed, nil
+}
+
+// ddlOnce reads PostgreSQL's log since the run began: every DDL statement
+// the application role ran to its end, with its transaction, and whether
+// that transaction committed. No statement may have committed twice, and a
+// converged run committed its two statements exactly once.
+func (f *faultLab) ddlOnce(since time.Time, rev int, converged bool) (string, bool) {
+	executed, committed, err := f.ddlRun(since)
+	if err != nil {
+		return err.Error(), false
 	}
 	want := []string{fmt.Sprintf(`"c%d"`, rev), fmt.Sprintf(`"fault_%d"`, rev)}
 	ok := true
@@ -760,13 +801,13 @@ func (f *faultLab) ddlOnce(since time.Time, rev int, converged bool) (string, bo
 	return strings.Join(parts, ", "), ok
 }
 
-// leftovers lists what an operation left behind: a Job not finished, a
+// leftovers lists what an operation of the subject selector names left behind: a Job not finished, a
 // Pod still running, an operation's ServiceAccount, a held database Lease.
 // Finished Jobs are kept by design for the retention (an hour) to be read.
-func (f *faultLab) leftovers() string {
+func (f *faultLab) leftovers(selector string) string {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		left := f.leftoversNow()
+		left := f.leftoversNow(selector)
 		if len(left) == 0 {
 			return "none"
 		}
@@ -777,9 +818,9 @@ func (f *faultLab) leftovers() string {
 	}
 }
 
-func (f *faultLab) leftoversNow() []string {
+func (f *faultLab) leftoversNow(selector string) []string {
 	var left []string
-	sel := metav1.ListOptions{LabelSelector: runner.LabelSchema + "=" + faultsSchema}
+	sel := metav1.ListOptions{LabelSelector: selector}
 	jobs, err := f.kube.BatchV1().Jobs(Namespace).List(f.ctx, sel)
 	if err != nil {
 		return []string{"list jobs: " + err.Error()}
@@ -835,6 +876,10 @@ func (f *faultLab) credentialsShown() string {
 	if s, err := f.schema(); err == nil {
 		b, _ := json.Marshal(s.Status)
 		texts["status"] = string(b)
+	}
+	if m, err := f.migration(); err == nil {
+		b, _ := json.Marshal(m.Status)
+		texts["migration status"] = string(b)
 	}
 	for _, ns := range []string{Namespace, OperatorNamespace} {
 		if evs, err := f.kube.CoreV1().Events(ns).List(f.ctx, metav1.ListOptions{}); err == nil {

@@ -3,10 +3,15 @@ package controller
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -48,6 +53,10 @@ func (r *SchemaReconciler) prune(ctx context.Context, s *v1alpha1.PtahSchema) {
 		log.FromContext(ctx).Error(err, "list finished Jobs to prune; they are pruned at the next operation")
 		return
 	}
+	if r.swept == nil {
+		r.swept = map[types.UID]bool{}
+	}
+	sweepCredentials(ctx, r.APIReader, r.Client, s, s.Status.ActiveOperation, r.swept)
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if done, at := jobFinished(j); done && j.Name != active && at.Before(cutoff) && metav1.IsControlledBy(j, s) {
@@ -125,4 +134,50 @@ func (r *SchemaReconciler) delete(ctx context.Context, o ctrl.Object) {
 	if err := r.Client.Delete(ctx, o, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
 		log.FromContext(ctx).Error(err, "prune a finished operation's object; it is pruned at the next operation", "name", o.GetName())
 	}
+}
+
+// sweepCredentials revokes every operation credential of s but the active
+// claim's, once per subject in this manager's life (swept): a manager
+// killed after it wrote the next claim and before it revoked the ended
+// operation's credential leaves that credential behind, and no claim names
+// it any more. They are listed past the cache (no informer holds every
+// ServiceAccount of the cluster for this).
+func sweepCredentials(ctx context.Context, reader ctrl.Reader, cl ctrl.Client, s subject, active *v1alpha1.ActiveOperation, swept map[types.UID]bool) {
+	if swept[s.GetUID()] {
+		return
+	}
+	keep := ""
+	if active != nil {
+		keep = credentialName(active)
+	}
+	mine := []ctrl.ListOption{ctrl.InNamespace(s.GetNamespace()), ctrl.MatchingLabels{LabelManagedBy: ManagedBy, subjectLabel(s): s.GetName()}}
+	var sas corev1.ServiceAccountList
+	var roles rbacv1.RoleList
+	var rbs rbacv1.RoleBindingList
+	var owed []ctrl.Object
+	for _, l := range []ctrl.ObjectList{&rbs, &roles, &sas} {
+		if err := reader.List(ctx, l, mine...); err != nil {
+			log.FromContext(ctx).Error(err, "list operation credentials to revoke those of ended operations; tried again at the next operation")
+			return
+		}
+	}
+	for i := range rbs.Items {
+		owed = append(owed, &rbs.Items[i])
+	}
+	for i := range roles.Items {
+		owed = append(owed, &roles.Items[i])
+	}
+	for i := range sas.Items {
+		owed = append(owed, &sas.Items[i])
+	}
+	for _, o := range owed {
+		if o.GetName() == keep || !strings.HasPrefix(o.GetName(), "ptah-op-") || !metav1.IsControlledBy(o, s) {
+			continue
+		}
+		if err := cl.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "revoke the credential of an ended operation; tried again at the next operation, and the owner reference removes it with the subject", "name", o.GetName())
+			return
+		}
+	}
+	swept[s.GetUID()] = true
 }

@@ -66,6 +66,9 @@ type MigrationReconciler struct {
 	// refusals remembers the Pod-creation refusals and foreign records
 	// already reported.
 	refusals map[types.UID]bool
+	// swept remembers the migrations whose finished operations' credentials
+	// this manager has revoked (sweepCredentials).
+	swept map[types.UID]bool
 }
 
 // Reconcile reads the migration, keeps the record of an unresolved run,

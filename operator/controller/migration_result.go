@@ -259,7 +259,7 @@ func (r *MigrationReconciler) applyFinished(ctx context.Context, m *v1alpha1.Pta
 		m.Status.Phase = v1alpha1.PhaseVerifyingConvergence
 		return r.finish(ctx, m, c, v1alpha1.OperationProof, 1, time.Time{})
 	case v1alpha1.MigrationUnknown:
-		return r.uncertain(ctx, m, c, fmt.Sprintf("ptah reported the outcome of version %d unknown: %s", deref(mr.FailedVersion), why))
+		return r.uncertainFrom(ctx, m, c, from, fmt.Sprintf("ptah reported the outcome of version %d unknown: %s", deref(mr.FailedVersion), why))
 	case v1alpha1.MigrationPartial:
 		// The history changed: what follows is planned from a fresh reading.
 		return r.failedApply(ctx, m, c, failure{code: "migration_partial", message: said, detail: child}, false)

@@ -43,11 +43,18 @@ func migrationDatabase(m *v1alpha1.PtahMigration) string {
 // uncertain records that Apply c ended without establishing what it
 // committed, and reads the history read-only.
 func (r *MigrationReconciler) uncertain(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, why string) (reconcile.Result, error) {
+	return r.uncertainFrom(ctx, m, c, m.Status.AppliedVersion, why)
+}
+
+// uncertainFrom is uncertain for a run that began at version from: a
+// result that reports some versions committed has moved
+// status.appliedVersion past where the run began.
+func (r *MigrationReconciler) uncertainFrom(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, from int64, why string) (reconcile.Result, error) {
 	run := &v1alpha1.UnresolvedRun{
 		Operation:   c.ID,
 		JobName:     c.JobName,
 		Attempt:     c.Attempt,
-		FromVersion: m.Status.AppliedVersion,
+		FromVersion: from,
 		Versions:    slices.Clone(planVersions(m)),
 		Reason:      bound(why, 4096),
 		Database:    migrationDatabase(m),

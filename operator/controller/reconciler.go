@@ -55,6 +55,9 @@ type SchemaReconciler struct {
 
 	// refusals remembers the Pod-creation refusals already reported.
 	refusals map[types.UID]bool
+	// swept remembers the schemas whose finished operations' credentials
+	// this manager has revoked (sweepCredentials).
+	swept map[types.UID]bool
 }
 
 // Reconcile reads the schema, retires evidence its spec or binding no longer

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -53,6 +54,9 @@ type Options struct {
 	// RetryInterval is how long Pod creation and volume setup wait before
 	// trying again after a refusal (default 1s, doubling to 10s).
 	RetryInterval time.Duration
+	// APIServer, when set, is the host:port the Pods reach the API server
+	// at instead of cfg's: a test puts a relay in between to cut it.
+	APIServer string
 }
 
 // Run is what happened to one Job.
@@ -106,6 +110,9 @@ func Start(t testing.TB, cfg *rest.Config, opts Options) *Kubelet {
 		t.Fatalf("jobsim: %v", err)
 	}
 	host, port, err := hostPort(cfg.Host)
+	if opts.APIServer != "" {
+		host, port, err = net.SplitHostPort(opts.APIServer)
+	}
 	if err != nil {
 		t.Fatalf("jobsim: %v", err)
 	}

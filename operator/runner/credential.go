@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -143,11 +144,68 @@ func (c *apiClient) do(ctx context.Context, method, path string, in, out any) er
 		return err
 	}
 	if resp.StatusCode/100 != 2 {
+		e := &statusError{code: resp.StatusCode, message: http.StatusText(resp.StatusCode)}
 		var st metav1.Status
 		if json.Unmarshal(b, &st) == nil && st.Message != "" {
-			return fmt.Errorf("%s (HTTP %d)", st.Message, resp.StatusCode)
+			e.message = st.Message
 		}
-		return fmt.Errorf("%s (HTTP %d)", http.StatusText(resp.StatusCode), resp.StatusCode)
+		return e
 	}
 	return json.Unmarshal(b, out)
+}
+
+// statusError is the API server's answer to a request it refused.
+type statusError struct {
+	code    int
+	message string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("%s (HTTP %d)", e.message, e.code) }
+
+// transient reports whether a request that failed with err may succeed
+// when sent again: the API server was not reached or answered that it
+// cannot serve now (restarting, its custom resources not yet served again,
+// overloaded).
+func transient(err error) bool {
+	var e *statusError
+	if !errors.As(err, &e) {
+		return true
+	}
+	switch e.code {
+	case http.StatusNotFound, http.StatusTooManyRequests, http.StatusInternalServerError, http.StatusBadGateway,
+		http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// deliver creates the record, sending it again while the API server cannot
+// take it, up to cfg.DeliveryTimeout: the operation has run, and a record
+// lost here leaves what it did unknown to the manager (for an Apply, a
+// person is asked). A conflict after an attempt whose answer was lost is
+// that attempt's record; the manager matches every record to its claim.
+func deliver(ctx context.Context, cfg Config, c *apiClient, rec *v1alpha1.PtahResultRecord) error {
+	ctx, cancel := context.WithTimeout(ctx, cfg.DeliveryTimeout)
+	defer cancel()
+	sent := false
+	for delay := 250 * time.Millisecond; ; delay = min(2*delay, 5*time.Second) {
+		err := c.createRecord(ctx, rec)
+		var e *statusError
+		switch {
+		case err == nil:
+			return nil
+		case sent && errors.As(err, &e) && e.code == http.StatusConflict:
+			fmt.Fprintf(cfg.Log, "runner: PtahResultRecord %s/%s exists: an earlier attempt created it and its answer was lost\n", rec.Namespace, rec.Name)
+			return nil
+		case !transient(err) || ctx.Err() != nil:
+			return err
+		}
+		sent = true
+		fmt.Fprintf(cfg.Log, "runner: creating PtahResultRecord %s/%s failed (%v); sending it again in %s\n", rec.Namespace, rec.Name, err, delay)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w; still not taken after %s", err, cfg.DeliveryTimeout)
+		case <-time.After(delay):
+		}
+	}
 }

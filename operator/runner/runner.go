@@ -30,6 +30,10 @@ type Config struct {
 	WorkDir string
 	// CredentialTimeout bounds the wait for the result credential (default 2m).
 	CredentialTimeout time.Duration
+	// DeliveryTimeout bounds how long the record is sent again while the
+	// API server cannot take it (default 3m): a kube-apiserver restart
+	// must not lose what an operation did.
+	DeliveryTimeout time.Duration
 	// Log receives the runner's own lines and ptah's stderr. Neither ever
 	// holds the environment's values. Under the legacy transport it is the
 	// result channel too: the frame is written to it as is, everything
@@ -89,7 +93,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		execute(ctx, cfg, env, c, op, out)
 	}
 	rec := record(op, out)
-	if err := c.createRecord(ctx, rec); err != nil {
+	if err := deliver(ctx, cfg, c, rec); err != nil {
 		return out, fmt.Errorf("create PtahResultRecord %s/%s: %w", op.Namespace, op.RecordName, err)
 	}
 	out.Record = rec
@@ -109,6 +113,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CredentialTimeout == 0 {
 		c.CredentialTimeout = 2 * time.Minute
+	}
+	if c.DeliveryTimeout == 0 {
+		c.DeliveryTimeout = 3 * time.Minute
 	}
 	if c.Log == nil {
 		c.Log = io.Discard
