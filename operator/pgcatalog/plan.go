@@ -43,7 +43,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "function", "procedure", "check constraint", "foreign key",
+	"extension", "domain", "composite type", "function", "procedure", "check constraint", "index", "unique constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -135,6 +135,9 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 			taken[o.Table+" "+o.Ident] = true
 		}
 	}
+	// Tables whose unique index or constraint is dropped here: the foreign
+	// keys referencing them are dropped before and added again after.
+	var disturbedHere []string
 	var comments []Step
 	for _, d := range diffs {
 		o := d.Object()
@@ -165,6 +168,13 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				continue
 			}
 			switch o.Kind {
+			case "index", "constraint":
+				var dropped bool
+				p.Before, p.After, dropped = indexSteps(d, desiredBy, p.Before, p.After)
+				if dropped && (o.Kind == "constraint" || strings.HasPrefix(d.Live.Def, "CREATE UNIQUE ")) {
+					disturbedHere = append(disturbedHere, d.Live.Deps[0])
+				}
+				continue
 			case "check constraint":
 				p.Before, p.After = checkSteps(d, desiredBy, taken, p.Before, p.After)
 				continue
@@ -216,7 +226,7 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 	}
 	// A foreign key left as it is, on a key or column atlas disturbs.
 	disturbed := map[string]bool{}
-	for _, k := range around.Disturbed {
+	for _, k := range append(slices.Clone(around.Disturbed), disturbedHere...) {
 		disturbed[k] = true
 	}
 	for _, o := range live {
@@ -278,6 +288,10 @@ func sortSteps(s []Step) []Step {
 			if k == x.kind {
 				r = i
 			}
+		}
+		if x.Drops && (x.kind == "index" || x.kind == "unique constraint") {
+			// After the foreign keys that may use them.
+			return -1
 		}
 		if x.Drops {
 			return r - 2*len(createOrder)
@@ -859,4 +873,61 @@ func AtlasIdentity(def string) bool {
 	m := seqOptions(def)
 	max := map[string]string{"smallint": "32767", "integer": "2147483647", "bigint": "9223372036854775807"}[m["type"]]
 	return m["min"] == "1" && m["max"] == max && m["cache"] == "1" && m["cycle"] == "f" && !strings.HasPrefix(m["increment"], "-") && !strings.HasPrefix(m["start"], "-") && m["start"] != "0"
+}
+
+// AtlasLoses says whether o is an index or unique constraint with a
+// property atlas neither reads nor writes: storage parameters (WITH
+// (fillfactor = ...)), a column's COLLATE, a unique constraint's
+// DEFERRABLE. Such an object is planned here, from what PostgreSQL prints,
+// on both sides.
+func AtlasLoses(o Object) bool {
+	def, _, _ := strings.Cut(o.Def, " comment=")
+	switch {
+	case o.Kind == "index":
+		return strings.Contains(def, " WITH (") || strings.Contains(def, " COLLATE ")
+	case o.Kind == "constraint" && strings.HasPrefix(def, "u "):
+		return strings.Contains(def, " DEFERRABLE") || strings.Contains(def, " WITH (")
+	}
+	return false
+}
+
+// indexSteps plans an index or unique constraint AtlasLoses marks: dropped
+// before atlas's statements (a column it uses may be dropped there) unless
+// its table goes, created after them (it may use a column added there). It
+// says whether it dropped one, which a foreign key may use.
+func indexSteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step, bool) {
+	dropped := false
+	if d.Live != nil && desiredBy[d.Live.Deps[0]] != nil {
+		dropped = true
+		if d.Live.Kind == "index" {
+			before = append(before, Step{SQL: "DROP INDEX " + d.Live.Ident, Reason: "drops " + indexName(*d.Live), Drops: true, kind: "index", Table: d.Live.Table})
+		} else {
+			before = append(before, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " DROP CONSTRAINT " + d.Live.Ident,
+				Reason: "drops " + indexName(*d.Live), Drops: true, kind: "unique constraint", Table: d.Live.Table})
+		}
+	}
+	if o := d.Desired; o != nil {
+		def, comment, commented := strings.Cut(o.Def, " comment=")
+		if o.Kind == "index" {
+			label := strings.TrimSuffix(o.Name, " on "+checkTable(*o))
+			q := strings.Replace(def, " INDEX "+label+" ON ", " INDEX "+o.Ident+" ON ", 1)
+			after = append(after, Step{SQL: q, Reason: "creates " + indexName(*o), Validates: strings.HasPrefix(q, "CREATE UNIQUE "), kind: "index", Table: o.Table})
+			if commented {
+				after = append(after, Step{SQL: "COMMENT ON INDEX " + o.Ident + " IS " + quoteLiteral(comment), Reason: "sets the comment on " + indexName(*o), kind: "index", Table: o.Table})
+			}
+		} else {
+			after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*o) + " ADD CONSTRAINT " + o.Ident + " " + strings.TrimPrefix(def, "u "),
+				Reason: "adds " + indexName(*o) + " (fails if rows hold duplicates)", Validates: true, kind: "unique constraint", Table: o.Table})
+		}
+	}
+	return before, after, dropped
+}
+
+// indexName names an index or unique constraint for a reason.
+func indexName(o Object) string {
+	what := "index "
+	if o.Kind == "constraint" {
+		what = "unique constraint "
+	}
+	return what + o.Ident + " on " + checkTable(o)
 }

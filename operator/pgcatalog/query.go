@@ -91,8 +91,14 @@ JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
 UNION ALL
-SELECT 'constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), true, k.relname, quote_ident(k.conname), 'table ' || k.qname
-FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition AND k.contype NOT IN ('c', 'f')
+-- pg_get_constraintdef leaves out the storage parameters of a key's index:
+-- written where ADD CONSTRAINT takes them, before DEFERRABLE.
+SELECT 'constraint', k.label || ' on ' || k.qname,
+       k.contype::text || ' ' || regexp_replace(pg_get_constraintdef(k.oid), '( DEFERRABLE( INITIALLY DEFERRED)?)?$',
+         coalesce(replace(' WITH (' || array_to_string(ic.reloptions, ', ') || ')', '\', '\\'), '') || '\1'),
+       true, k.relname, quote_ident(k.conname), 'table ' || k.qname
+FROM con k JOIN rel r ON r.qname = k.qname LEFT JOIN pg_class ic ON ic.oid = k.conindid AND k.contype IN ('u', 'p', 'x')
+WHERE NOT r.relispartition AND k.contype NOT IN ('c', 'f')
 UNION ALL
 -- foreign keys too: atlas loses MATCH FULL, DEFERRABLE and NOT VALID, and a
 -- key they reference cannot be dropped under them. Deps: the table, the
@@ -121,7 +127,7 @@ UNION ALL
 SELECT 'index', lbl || ' on ' || t.qname,
        replace(pg_get_indexdef(i.indexrelid), 'INDEX ' || quote_ident(ic.relname) || ' ON ', 'INDEX ' || lbl || ' ON ')
        || coalesce(' comment=' || obj_description(ic.oid, 'pg_class'), ''),
-       true, t.relname, NULL::text, NULL::text
+       true, t.relname, quote_ident(ic.relname), 'table ' || t.qname
 FROM pg_index i
 JOIN rel t ON t.oid = i.indrelid
 JOIN pg_class ic ON ic.oid = i.indexrelid

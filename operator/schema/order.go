@@ -66,6 +66,46 @@ func withoutConstraints(s *sqlschema.Schema) {
 	}
 }
 
+// withoutLostIndexes hands pgcatalog the indexes and unique constraints
+// with a property atlas loses (pgcatalog.AtlasLoses) on either side: they
+// leave atlas's tables on both sides, by name, and are compared and planned
+// as PostgreSQL prints them. An invalid live one is left to dropInvalid,
+// which drops it first, so the desired one is created again.
+func withoutLostIndexes(live, desired *state) {
+	taken := map[string]bool{}
+	for _, st := range []*state{live, desired} {
+		for _, o := range st.objects {
+			if pgcatalog.AtlasLoses(o) {
+				taken[o.Table+" "+o.Ident] = true
+			}
+		}
+	}
+	if len(taken) == 0 {
+		return
+	}
+	invalid := map[string]bool{}
+	for _, ix := range live.invalid {
+		invalid[ix.table+" "+quoteIdent(ix.name)] = true
+	}
+	for _, st := range []*state{live, desired} {
+		objects := st.objects[:0:0]
+		for _, o := range st.objects {
+			k := o.Table + " " + o.Ident
+			if (o.Kind == "index" || o.Kind == "constraint") && taken[k] {
+				if st == live && invalid[k] {
+					continue
+				}
+				o.Managed = false
+			}
+			objects = append(objects, o)
+		}
+		st.objects = objects
+		for _, t := range st.schema.Tables {
+			t.Indexes = slices.DeleteFunc(t.Indexes, func(ix *sqlschema.Index) bool { return taken[t.Name+" "+quoteIdent(ix.Name)] })
+		}
+	}
+}
+
 // around says what atlas's changes do to tables that objects pgcatalog
 // plans in schema depend on (pgcatalog.Around). Tables of schema are named
 // as its catalog keys them, those of another managed schema qualified.

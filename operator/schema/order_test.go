@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -156,4 +157,103 @@ func TestProtectedTableConstraints(t *testing.T) {
 			mustPlan(t, db, files(desired), e.o(Options{Protected: []string{"p"}}))
 		})
 	}
+}
+
+// TestPropertiesAtlasLoses: indexes and unique constraints with what atlas
+// neither reads nor writes (storage parameters, a column's COLLATE,
+// DEFERRABLE), and enums that pgcatalog's domains and routines use, each
+// converging on a real PostgreSQL.
+func TestPropertiesAtlasLoses(t *testing.T) {
+	e := newEngine(t)
+	cases := []struct{ name, current, desired string }{
+		{"a unique constraint made deferrable",
+			`CREATE TABLE t (a int NOT NULL, b int NOT NULL, CONSTRAINT t_uniq UNIQUE (a, b) NOT DEFERRABLE);`,
+			`CREATE TABLE t (a int NOT NULL, b int NOT NULL, CONSTRAINT t_uniq UNIQUE (a, b) DEFERRABLE);`},
+		{"an unnamed unique constraint made initially deferred",
+			`CREATE TABLE t (a int UNIQUE);`,
+			`CREATE TABLE t (a int UNIQUE DEFERRABLE INITIALLY DEFERRED);`},
+		{"a deferrable unique constraint made immediate",
+			`CREATE TABLE t (a int, CONSTRAINT t_uniq UNIQUE (a) DEFERRABLE INITIALLY DEFERRED);`,
+			`CREATE TABLE t (a int, CONSTRAINT t_uniq UNIQUE (a));`},
+		{"a new table with a deferrable unique constraint and foreign keys",
+			`CREATE TABLE o (id int, kind text NOT NULL, PRIMARY KEY (kind, id));`,
+			`CREATE TABLE o (id int, kind text NOT NULL, PRIMARY KEY (kind, id));
+			 CREATE TABLE b (n int NOT NULL, kind text NOT NULL, oid int NOT NULL,
+			   FOREIGN KEY (kind, oid) REFERENCES o (kind, id) DEFERRABLE, CONSTRAINT b_order UNIQUE (kind, oid, n) DEFERRABLE INITIALLY DEFERRED);`},
+		{"a unique constraint with storage parameters on a new column",
+			`CREATE TABLE t (a int);`,
+			`CREATE TABLE t (a int, b int, UNIQUE (b) WITH (fillfactor = 70));`},
+		{"a unique constraint's storage parameters changed",
+			`CREATE TABLE t (a int, CONSTRAINT t_a UNIQUE (a) WITH (fillfactor = 70) DEFERRABLE);`,
+			`CREATE TABLE t (a int, CONSTRAINT t_a UNIQUE (a) WITH (fillfactor = 60) DEFERRABLE);`},
+		{"a table dropped with its deferrable unique constraint",
+			`CREATE TABLE t (a int UNIQUE DEFERRABLE); CREATE TABLE u (a int);`,
+			`CREATE TABLE u (a int);`},
+		{"a new table's index with storage parameters",
+			``,
+			`CREATE TABLE t (id serial, data text); CREATE INDEX t_data ON t USING btree (data) WITH (deduplicate_items = off, fillfactor = 80);`},
+		{"an index's fillfactor changed",
+			`CREATE TABLE t (data text); CREATE INDEX t_data ON t (data) WITH (fillfactor = 90);`,
+			`CREATE TABLE t (data text); CREATE INDEX t_data ON t (data) WITH (fillfactor = 70);`},
+		{"an index's storage parameters dropped",
+			`CREATE TABLE t (data text); CREATE INDEX ON t (data) WITH (fillfactor = 90);`,
+			`CREATE TABLE t (data text); CREATE INDEX ON t (data);`},
+		{"an operator class, storage parameters, a predicate and a comment",
+			`CREATE TABLE t (c text, n int);`,
+			`CREATE TABLE t (c text, n int); CREATE INDEX t_c ON t (c text_pattern_ops) WITH (fillfactor = 90) WHERE n > 0;
+			 COMMENT ON INDEX t_c IS 'prefix search';`},
+		{"an index column's collation",
+			`CREATE TABLE t (name text); CREATE INDEX t_name ON t (name);`,
+			`CREATE TABLE t (name text); CREATE INDEX t_name ON t (name COLLATE "C");`},
+		{"an index on a column dropped",
+			`CREATE TABLE t (a int, b text); CREATE INDEX t_b ON t (b COLLATE "C");`,
+			`CREATE TABLE t (a int);`},
+		{"a unique index a foreign key uses gets storage parameters",
+			`CREATE TABLE p (id int NOT NULL); CREATE UNIQUE INDEX p_id ON p (id); CREATE TABLE c (pid int REFERENCES p (id));`,
+			`CREATE TABLE p (id int NOT NULL); CREATE UNIQUE INDEX p_id ON p (id) WITH (fillfactor = 50); CREATE TABLE c (pid int REFERENCES p (id));`},
+		{"an enum a new domain uses",
+			``,
+			`CREATE TYPE color AS ENUM ('red', 'green'); CREATE DOMAIN primary_color AS color;`},
+		{"an enum a new function takes",
+			`CREATE TABLE t (a int);`,
+			`CREATE TABLE t (a int); CREATE TYPE prio AS ENUM ('low', 'high');
+			 CREATE FUNCTION same(p prio) RETURNS prio AS $$ BEGIN RETURN p; END; $$ LANGUAGE plpgsql IMMUTABLE;`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db, _ := e.db(t)
+			if c.current != "" {
+				exec(t, db, c.current)
+			}
+			converges(t, e, db, c.desired)
+		})
+	}
+	t.Run("a primary key's storage parameters are refused, not ignored", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE TABLE t (id int PRIMARY KEY);`)
+		_, err := ComputePlan(context.Background(), db, files(`CREATE TABLE t (id int PRIMARY KEY WITH (fillfactor = 50));`), e.o(Options{}))
+		wantNamed(t, err, "constraint", "PRIMARY KEY (id) on t")
+	})
+	t.Run("concurrently, where asked", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE TABLE t (data text); CREATE INDEX t_data ON t (data) WITH (fillfactor = 90);`)
+		desired := `CREATE TABLE t (data text); CREATE INDEX t_data ON t (data) WITH (fillfactor = 70);`
+		p := mustPlan(t, db, files(desired), e.o(Options{ConcurrentIndexes: true}))
+		var got []string
+		for _, s := range p.Statements {
+			if !s.OutsideTransaction || slices.Contains(s.Hazards, HazardBuildsIndex) {
+				t.Fatalf("want every statement concurrent, outside the transaction, got %+v", s)
+			}
+			got = append(got, s.SQL)
+		}
+		if want := []string{"DROP INDEX CONCURRENTLY t_data", "CREATE INDEX CONCURRENTLY t_data ON public.t USING btree (data) WITH (fillfactor='70')"}; !slices.Equal(got, want) {
+			t.Fatalf("want %q, got %q", want, got)
+		}
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("not converged: %+v", res)
+		}
+		if again := mustPlan(t, db, files(desired), e.o(Options{})); len(again.Statements) != 0 {
+			t.Fatalf("second plan not empty: %+v", again.Statements)
+		}
+	})
 }

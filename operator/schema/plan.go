@@ -220,6 +220,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 		}
 		withoutConstraints(l.schema)
 		withoutConstraints(d.schema)
+		withoutLostIndexes(l, d)
 		atlasIdentities[i] = withoutIdentities(l, d)
 		c, err := drv.SchemaDiff(l.schema, d.schema)
 		if err != nil {
@@ -312,7 +313,11 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	}
 	steps := func(o schemaObjects, ss []pgcatalog.Step) {
 		for _, s := range ss {
-			st := stepStatement(s, s.Table != "" && !o.live.hasTable(s.Table))
+			newTable := s.Table != "" && !o.live.hasTable(s.Table)
+			st := stepStatement(s, newTable)
+			if opts.ConcurrentIndexes && !newTable && s.Kind() == "index" {
+				st = concurrentStep(st)
+			}
 			if p.Schemas != nil {
 				st.Schema = o.schema
 			}
@@ -320,13 +325,10 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		}
 	}
 	p.Statements = append(append(p.Statements, cmp.created...), cmp.invalid...)
-	for _, o := range cmp.objects {
-		steps(o, o.planned.Before)
-	}
-	for _, c := range cmp.plan.Changes {
-		if c.Cmd == "" {
-			continue
-		}
+	// atlas's new types (enums) first: a domain or routine pgcatalog
+	// creates before atlas's statements may use one.
+	newType := func(c *migrate.Change) bool { _, ok := c.Source.(*sqlschema.AddObject); return ok }
+	atlasStatement := func(c *migrate.Change) {
 		reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
 			// atlas creates a new table's indexes in statements of their own.
@@ -334,6 +336,19 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		}
 		hs := hazardsOf(c.Source, c.Cmd)
 		p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
+	}
+	for _, c := range cmp.plan.Changes {
+		if c.Cmd != "" && newType(c) {
+			atlasStatement(c)
+		}
+	}
+	for _, o := range cmp.objects {
+		steps(o, o.planned.Before)
+	}
+	for _, c := range cmp.plan.Changes {
+		if c.Cmd != "" && !newType(c) {
+			atlasStatement(c)
+		}
 	}
 	for _, o := range createOrder(cmp) {
 		steps(o, o.planned.After)
