@@ -257,3 +257,17 @@ func TestPropertiesAtlasLoses(t *testing.T) {
 		}
 	})
 }
+
+// TestDesiredConcurrentIndexes: CREATE INDEX CONCURRENTLY, as migration
+// files write it, is refused in the transaction the desired SQL loads in;
+// it loads as the index it builds.
+func TestDesiredConcurrentIndexes(t *testing.T) {
+	e := newEngine(t)
+	db, _ := e.db(t)
+	exec(t, db, `CREATE TABLE users (id bigint PRIMARY KEY, name text, email text);`)
+	converges(t, e, db, `CREATE TABLE users (id bigint PRIMARY KEY, name text, email text);
+-- looked up by name
+CREATE INDEX CONCURRENTLY users_name ON users (name);
+CREATE UNIQUE INDEX
+  concurrently IF NOT EXISTS users_email ON users USING btree (lower(email)) INCLUDE (name);`)
+}
