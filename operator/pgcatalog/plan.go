@@ -187,13 +187,11 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 			case "identity":
 				if !slices.Contains(around.Atlas, o.Key()) {
 					p.Before, p.After = identitySteps(d, desiredBy, p.Before, p.After)
-				} else if d.Live == nil && !AtlasIdentity(d.Desired.Def) {
+				} else if d.Live == nil && !AtlasIdentity(d.Desired.Def) && liveBy[o.Deps[0]] == nil {
+					// A new table: atlas created it with the defaults (a new
+					// column of a table has them all in its ADD COLUMN).
 					m := seqOptions(d.Desired.Def)
-					q := "ALTER TABLE " + checkTable(o) + " ALTER COLUMN " + o.Ident + " " + seqClause(m, true)
-					if liveBy[o.Deps[0]] == nil {
-						// A new table: atlas created it with the defaults.
-						q += " RESTART WITH " + m["start"]
-					}
+					q := "ALTER TABLE " + checkTable(o) + " ALTER COLUMN " + o.Ident + " " + seqClause(m, true) + " RESTART WITH " + m["start"]
 					p.After = append(p.After, Step{SQL: q, Reason: "sets the identity options of new column " + o.Name, Validates: true, kind: "identity", Table: o.Table})
 				}
 				continue
@@ -865,6 +863,10 @@ func identitySteps(d Difference, desiredBy map[string]*Object, before, after []S
 	}
 	return before, after
 }
+
+// IdentityOptions is the sequence options of an identity as its catalog
+// definition holds them, as GENERATED ... AS IDENTITY (...) takes them.
+func IdentityOptions(def string) string { return seqClause(seqOptions(def), false) }
 
 // AtlasIdentity says whether atlas writes the identity def describes as it
 // is (it writes only START WITH and INCREMENT BY, so the rest must be the

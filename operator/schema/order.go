@@ -1,7 +1,10 @@
 package schema
 
 import (
+	"regexp"
 	"slices"
+
+	"ariga.io/atlas/sql/migrate"
 
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
@@ -186,6 +189,39 @@ func withoutIdentities(live, desired *state) []string {
 		}
 	}
 	return kept
+}
+
+// atlasIdentityClause is the identity clause atlas writes in ADD COLUMN.
+var atlasIdentityClause = regexp.MustCompile(`GENERATED (ALWAYS|BY DEFAULT) AS IDENTITY( \([^)]*\))?`)
+
+// newColumnIdentities writes every option of a new column's identity
+// (kept, per schema, by withoutIdentities) into atlas's ADD COLUMN, which
+// holds only START WITH and INCREMENT BY: a start below 1 needs its
+// MINVALUE there, and the rows the table holds are numbered as desired.
+func newColumnIdentities(plan *migrate.Plan, desired *side, kept [][]string) {
+	defs := map[string]string{}
+	for i, d := range desired.schemas {
+		for _, o := range d.objects {
+			if o.Kind == "identity" && slices.Contains(kept[i], o.Key()) && !pgcatalog.AtlasIdentity(o.Def) {
+				defs[d.name+" "+o.Key()] = o.Def
+			}
+		}
+	}
+	for _, c := range plan.Changes {
+		m, ok := c.Source.(*sqlschema.ModifyTable)
+		if !ok || len(m.Changes) != 1 || m.T.Schema == nil {
+			continue
+		}
+		add, ok := m.Changes[0].(*sqlschema.AddColumn)
+		if !ok {
+			continue
+		}
+		def, ok := defs[m.T.Schema.Name+" identity "+quoteIdent(m.T.Name)+"."+quoteIdent(add.C.Name)]
+		if !ok {
+			continue
+		}
+		c.Cmd = atlasIdentityClause.ReplaceAllString(c.Cmd, "GENERATED $1 AS IDENTITY ("+pgcatalog.IdentityOptions(def)+")")
+	}
 }
 
 func isIdentity(a sqlschema.Attr) bool {

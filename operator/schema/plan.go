@@ -246,6 +246,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	if err != nil {
 		return nil, fmt.Errorf("plan the changes to %s: %w", strings.Join(opts.managed(), ", "), err)
 	}
+	newColumnIdentities(plan, desired, atlasIdentities)
 	planned := len(created) + len(invalid) + len(dropped)
 	for _, c := range plan.Changes {
 		if c.Cmd != "" {
