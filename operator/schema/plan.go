@@ -191,6 +191,9 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	atlasIdentities := make([][]string, len(live.schemas))
 	defaults := make([][]pgcatalog.Step, len(live.schemas))
 	defaultDiffs := make([][]pgcatalog.Difference, len(live.schemas))
+	// Per schema: the time types atlas writes without their precision.
+	precisions := make([][]pgcatalog.Step, len(live.schemas))
+	retyped := make([][]string, len(live.schemas))
 	nDefaults := 0
 	for i, l := range live.schemas {
 		d := desired.schemas[i]
@@ -227,7 +230,10 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 			return nil, fmt.Errorf("diff %s against the desired schema: %w", l.name, err)
 		}
 		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
-		nDefaults += len(defaults[i])
+		var precisionDiffs []pgcatalog.Difference
+		precisions[i], precisionDiffs, retyped[i] = timePrecisions(c, l, d)
+		defaultDiffs[i] = append(defaultDiffs[i], precisionDiffs...)
+		nDefaults += len(defaults[i]) + len(precisions[i])
 		changes = append(changes, c...)
 		invalid = append(invalid, dropInvalid(l.name, l.invalid, opts.ConcurrentIndexes)...)
 	}
@@ -256,11 +262,12 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	planned += nDefaults
 	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid, dropped: dropped}
 	for i, l := range live.schemas {
-		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned, atlasIdentities[i])
+		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned, atlasIdentities[i], retyped[i])
 		if err != nil {
 			return nil, err
 		}
-		objects.After = append(objects.After, defaults[i]...)
+		// Types before the views that read the columns are made again.
+		objects.After = append(append(precisions[i], objects.After...), defaults[i]...)
 		cmp.objects = append(cmp.objects, schemaObjects{schema: l.name, live: l, planned: objects})
 		cmp.objectDiffs = append(cmp.objectDiffs, objectDiffs...)
 		cmp.objectDiffs = append(cmp.objectDiffs, defaultDiffs[i]...)
