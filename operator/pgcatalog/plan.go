@@ -43,7 +43,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "function", "procedure", "check constraint", "index", "unique constraint", "foreign key",
+	"extension", "domain", "composite type", "function", "procedure", "partition", "check constraint", "index", "unique constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -168,6 +168,19 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				continue
 			}
 			switch o.Kind {
+			case "table property":
+				if !atlasTableProperty(d, liveBy, desiredBy) {
+					p.Refused = append(p.Refused, d)
+				}
+				continue
+			case "partition":
+				if d.Live != nil && d.Desired != nil {
+					// New bounds: the rows would have to move.
+					p.Refused = append(p.Refused, d)
+					continue
+				}
+				p.Before, p.After = partitionSteps(d, live, desiredBy, p.Before, p.After)
+				continue
 			case "index", "constraint":
 				var dropped bool
 				p.Before, p.After, dropped = indexSteps(d, desiredBy, p.Before, p.After)
@@ -932,4 +945,44 @@ func indexName(o Object) string {
 		what = "unique constraint "
 	}
 	return what + o.Ident + " on " + checkTable(o)
+}
+
+// atlasTableProperty says whether atlas's statements make table property
+// difference d: a new table's PARTITION BY, which atlas writes in its
+// CREATE TABLE (it refuses to change one), or any property of a table it
+// drops, which goes with it.
+func atlasTableProperty(d Difference, liveBy, desiredBy map[string]*Object) bool {
+	table := "table " + d.Object().Name
+	switch {
+	case d.Live != nil && d.Desired == nil:
+		return desiredBy[table] == nil
+	case d.Live == nil && liveBy[table] == nil:
+		def := d.Desired.Def
+		return strings.HasPrefix(def, "PARTITION BY ") && !strings.Contains(def, " INHERITS (") && !strings.Contains(def, " WITH (") && !strings.Contains(def, " REPLICA IDENTITY ")
+	}
+	return false
+}
+
+// partitionSteps plans a partition created or dropped (its columns,
+// indexes and constraints are its parent's): dropped, with its rows,
+// before atlas's statements unless its parent goes; created after them,
+// once the parent exists. A default partition of the parent makes a
+// creation check the default's rows.
+func partitionSteps(d Difference, live []Object, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
+	if o := d.Live; o != nil {
+		if desiredBy[o.Deps[0]] != nil {
+			before = append(before, Step{SQL: "DROP TABLE " + o.Ident, Reason: "drops partition " + o.Name + " of " + checkTable(*o) + " and its rows",
+				Drops: true, kind: "partition", Table: o.Table})
+		}
+		return before, after
+	}
+	o := d.Desired
+	withDefault := false
+	for _, l := range live {
+		if l.Kind == "partition" && l.Deps[0] == o.Deps[0] && strings.HasSuffix(strings.SplitN(l.Def, " PARTITION BY ", 2)[0], " DEFAULT") {
+			withDefault = true
+		}
+	}
+	return before, append(after, Step{SQL: "CREATE TABLE " + o.Ident + " " + o.Def, Reason: "creates partition " + o.Name + " of " + checkTable(*o),
+		Validates: withDefault, kind: "partition", name: o.Ident, Table: o.Table})
 }

@@ -67,10 +67,13 @@ UNION ALL
 SELECT 'forced row level security', r.qname, 'FORCE', false, r.relname, NULL::text, NULL::text
 FROM rel r WHERE r.relkind IN ('r', 'p') AND r.relforcerowsecurity
 UNION ALL
+-- a partition's table is its parent's: excluding or protecting the parent
+-- takes in its partitions. Deps: the parent.
 SELECT 'partition', r.qname,
-       'PARTITION OF ' || (SELECT quote_ident(p.relname) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent WHERE i.inhrelid = r.oid)
-       || ' ' || pg_get_expr(c.relpartbound, r.oid), false, r.relname, NULL::text, NULL::text
-FROM rel r JOIN pg_class c ON c.oid = r.oid WHERE r.relkind IN ('r', 'p') AND r.relispartition
+       'PARTITION OF ' || quote_ident(p.relname) || ' ' || pg_get_expr(c.relpartbound, r.oid)
+       || coalesce(' PARTITION BY ' || pg_get_partkeydef(r.oid), ''), false, p.relname, NULL::text, 'table ' || quote_ident(p.relname)
+FROM rel r JOIN pg_class c ON c.oid = r.oid JOIN pg_inherits i ON i.inhrelid = r.oid JOIN pg_class p ON p.oid = i.inhparent
+WHERE r.relkind IN ('r', 'p') AND r.relispartition
 UNION ALL
 SELECT 'foreign table', r.qname, NULL, false, r.relname, NULL::text, NULL::text FROM rel r WHERE r.relkind = 'f'
 UNION ALL

@@ -406,6 +406,12 @@ func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 		if st.Drops {
 			s.add(HazardAccessExclusiveLock)
 		}
+	case "partition":
+		// CREATE TABLE ... PARTITION OF and DROP TABLE lock the parent.
+		s.add(HazardAccessExclusiveLock)
+		if st.Drops {
+			s.add(HazardDeletesData)
+		}
 	case "index":
 		// DROP INDEX takes ACCESS EXCLUSIVE; CREATE INDEX SHARE, which
 		// blocks writes while it builds.

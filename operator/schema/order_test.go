@@ -293,3 +293,73 @@ CREATE INDEX CONCURRENTLY users_name ON users (name);
 CREATE UNIQUE INDEX
   concurrently IF NOT EXISTS users_email ON users USING btree (lower(email)) INCLUDE (name);`)
 }
+
+// TestPartitions: partitioned tables (atlas writes PARTITION BY in its
+// CREATE TABLE) and their partitions (planned here as PostgreSQL prints
+// them) converge; what cannot be planned without moving rows is refused.
+func TestPartitions(t *testing.T) {
+	e := newEngine(t)
+	const logs = `CREATE TABLE logs (id bigint NOT NULL, at timestamp NOT NULL, CHECK (id > 0)) PARTITION BY RANGE (at);
+CREATE INDEX logs_at ON logs (at);
+`
+	const jan = `CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
+`
+	const feb = `CREATE TABLE logs_02 PARTITION OF logs FOR VALUES FROM ('2024-02-01') TO ('2024-03-01');
+`
+	cases := []struct{ name, current, desired string }{
+		{"new tables partitioned by hash, list and range",
+			``,
+			`CREATE TABLE s (id bigint NOT NULL, u bigint NOT NULL) PARTITION BY HASH (u);
+			 CREATE TABLE o (id bigint NOT NULL, region text NOT NULL) PARTITION BY LIST (region);
+			 CREATE TABLE e (id bigint, y int NOT NULL, m int NOT NULL) PARTITION BY RANGE (y, m);`},
+		{"a new partitioned table with partitions", ``, logs + jan + feb},
+		{"a partition added", logs + jan, logs + jan + feb},
+		{"a partition added beside a default one", logs + jan + `CREATE TABLE logs_rest PARTITION OF logs DEFAULT;`,
+			logs + jan + feb + `CREATE TABLE logs_rest PARTITION OF logs DEFAULT;`},
+		{"list and default partitions added",
+			`CREATE TABLE o (id bigint NOT NULL, region text NOT NULL) PARTITION BY LIST (region);`,
+			`CREATE TABLE o (id bigint NOT NULL, region text NOT NULL) PARTITION BY LIST (region);
+			 CREATE TABLE o_us PARTITION OF o FOR VALUES IN ('US', 'CA'); CREATE TABLE o_rest PARTITION OF o DEFAULT;`},
+		{"a partition partitioned again", logs,
+			logs + `CREATE TABLE logs_2024 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2025-01-01') PARTITION BY HASH (id);`},
+		{"a partitioned table dropped with its partitions", logs + jan + `CREATE TABLE u (a int);`, `CREATE TABLE u (a int);`},
+		{"an unlogged table dropped", `CREATE UNLOGGED TABLE t (a int); CREATE TABLE u (a int);`, `CREATE TABLE u (a int);`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db, _ := e.db(t)
+			if c.current != "" {
+				exec(t, db, c.current)
+			}
+			converges(t, e, db, c.desired)
+		})
+	}
+	t.Run("a partition dropped, with its rows, is destructive", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, logs+jan+feb+`INSERT INTO logs VALUES (1, '2024-02-10');`)
+		p := mustPlan(t, db, files(logs+jan), e.o(Options{}))
+		if len(p.Statements) != 1 || p.Statements[0].SQL != "DROP TABLE logs_02" || !p.Destructive ||
+			!slices.Contains(p.Statements[0].Hazards, HazardDeletesData) {
+			t.Fatalf("want one destructive DROP TABLE logs_02, got %+v", p.Statements)
+		}
+		converges(t, e, db, logs+jan)
+	})
+	for name, c := range map[string]struct{ current, desired, kind, object string }{
+		"new bounds":                {logs + jan, logs + `CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-03-01');`, "partition", "logs_01"},
+		"a new table made unlogged": {`CREATE TABLE u (a int);`, `CREATE TABLE u (a int); CREATE UNLOGGED TABLE t (a int);`, "table property", "t"},
+		"a table partitioned":       {`CREATE TABLE t (a int);`, `CREATE TABLE t (a int) PARTITION BY RANGE (a);`, "", "t"},
+	} {
+		t.Run("refused: "+name, func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, c.current)
+			_, err := ComputePlan(context.Background(), db, files(c.desired), e.o(Options{}))
+			if c.kind == "" {
+				if err == nil || !strings.Contains(err.Error(), `"t"`) {
+					t.Fatalf("want a refusal naming t, got %v", err)
+				}
+				return
+			}
+			wantNamed(t, err, c.kind, c.object)
+		})
+	}
+}
