@@ -926,6 +926,9 @@ func indexSteps(d Difference, desiredBy map[string]*Object, before, after []Step
 		if o.Kind == "index" {
 			label := strings.TrimSuffix(o.Name, " on "+checkTable(*o))
 			q := strings.Replace(def, " INDEX "+label+" ON ", " INDEX "+o.Ident+" ON ", 1)
+			// A partitioned table's index prints ON ONLY; created so, it
+			// would be left invalid, its partitions without theirs.
+			q = strings.Replace(q, " INDEX "+o.Ident+" ON ONLY ", " INDEX "+o.Ident+" ON ", 1)
 			after = append(after, Step{SQL: q, Reason: "creates " + indexName(*o), Validates: strings.HasPrefix(q, "CREATE UNIQUE "), kind: "index", Table: o.Table})
 			if commented {
 				after = append(after, Step{SQL: "COMMENT ON INDEX " + o.Ident + " IS " + quoteLiteral(comment), Reason: "sets the comment on " + indexName(*o), kind: "index", Table: o.Table})

@@ -20,7 +20,8 @@ func concurrentIndexes(changes []sqlschema.Change) []sqlschema.Change {
 	var out []sqlschema.Change
 	for _, c := range changes {
 		m, ok := c.(*sqlschema.ModifyTable)
-		if !ok || len(m.Changes) != 1 {
+		if !ok || len(m.Changes) != 1 || partitioned(m.T) {
+			// A partitioned table's indexes have no concurrent build.
 			out = append(out, c)
 			continue
 		}

@@ -322,6 +322,8 @@ CREATE INDEX logs_at ON logs (at);
 			 CREATE TABLE o_us PARTITION OF o FOR VALUES IN ('US', 'CA'); CREATE TABLE o_rest PARTITION OF o DEFAULT;`},
 		{"a partition partitioned again", logs,
 			logs + `CREATE TABLE logs_2024 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2025-01-01') PARTITION BY HASH (id);`},
+		{"a partitioned table's index gets storage parameters", logs + jan + feb,
+			strings.Replace(logs, "logs_at ON logs (at);", "logs_at ON logs (at) WITH (fillfactor = 80);", 1) + jan + feb},
 		{"a partitioned table dropped with its partitions", logs + jan + `CREATE TABLE u (a int);`, `CREATE TABLE u (a int);`},
 		{"an unlogged table dropped", `CREATE UNLOGGED TABLE t (a int); CREATE TABLE u (a int);`, `CREATE TABLE u (a int);`},
 	}
@@ -334,6 +336,18 @@ CREATE INDEX logs_at ON logs (at);
 			converges(t, e, db, c.desired)
 		})
 	}
+	t.Run("a partitioned table's index is built in the transaction, concurrently asked", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, logs+jan)
+		desired := files(strings.Replace(logs, "logs_at ON logs (at);", "logs_at ON logs (at) WITH (fillfactor = 80); CREATE INDEX logs_id ON logs (id);", 1) + jan)
+		p := mustPlan(t, db, desired, e.o(Options{ConcurrentIndexes: true}))
+		if p.outsideTransaction() {
+			t.Fatalf("PostgreSQL builds no partitioned index concurrently; got %+v", p.Statements)
+		}
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("not converged: %+v", res)
+		}
+	})
 	t.Run("a partition dropped, with its rows, is destructive", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, logs+jan+feb+`INSERT INTO logs VALUES (1, '2024-02-10');`)

@@ -323,7 +323,7 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		for _, s := range ss {
 			newTable := s.Table != "" && !o.live.hasTable(s.Table)
 			st := stepStatement(s, newTable)
-			if opts.ConcurrentIndexes && !newTable && s.Kind() == "index" {
+			if opts.ConcurrentIndexes && !newTable && s.Kind() == "index" && !o.live.partitioned(s.Table) {
 				st = concurrentStep(st)
 			}
 			if p.Schemas != nil {
