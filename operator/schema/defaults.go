@@ -175,7 +175,7 @@ func printedDefault(def string) (string, bool) {
 // value). It returns the statements, the differences they correct and the
 // tables of existing columns changed (their views are made again around).
 func timePrecisions(changes []sqlschema.Change, live, desired *state) ([]pgcatalog.Step, []pgcatalog.Difference, []string) {
-	liveCols := columnsByKey(live.objects)
+	liveCols, desiredCols := columnsByKey(live.objects), columnsByKey(desired.objects)
 	var steps []pgcatalog.Step
 	var diffs []pgcatalog.Difference
 	var tables []string
@@ -206,7 +206,7 @@ func timePrecisions(changes []sqlschema.Change, live, desired *state) ([]pgcatal
 		if l.Kind != "column" || !precisionLost(printedType(l.Def)) {
 			continue
 		}
-		d := columnsByKey(desired.objects)[l.Key()]
+		d := desiredCols[l.Key()]
 		if d == nil || strings.ReplaceAll(printedType(l.Def), "(6)", "") != printedType(d.Def) {
 			continue
 		}
