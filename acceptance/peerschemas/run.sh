@@ -62,7 +62,7 @@ echo "peer-schemas: pass $pass; ${summary#peer schemas: }"
 echo "peer-schemas: failures by cause:"
 # A cause is the error code and what it names, or the check that failed
 # and the first kind of object or statement involved.
-grep -E '^(FAIL|ERROR) ' "$WORK/out.txt" | sed -E \
+{ grep -E '^(FAIL|ERROR) ' "$WORK/out.txt" || true; } | sed -E \
   -e 's/^ERROR [^ ]+ -- plan: ptah does not plan ([^:]+):.*/refused (unmanaged_object): \1/' \
   -e 's/^ERROR [^ ]+ -- plan: the database differs .*/refused (unplanned_difference)/' \
   -e 's/^ERROR [^ ]+ -- apply: .*\(SQLSTATE ([0-9A-Z]+)\).*/apply failed: SQLSTATE \1/' \

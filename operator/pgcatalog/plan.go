@@ -43,7 +43,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "function", "procedure", "check constraint", "foreign key",
+	"extension", "domain", "composite type", "function", "procedure", "partition", "check constraint", "index", "unique constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -135,6 +135,9 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 			taken[o.Table+" "+o.Ident] = true
 		}
 	}
+	// Tables whose unique index or constraint is dropped here: the foreign
+	// keys referencing them are dropped before and added again after.
+	var disturbedHere []string
 	var comments []Step
 	for _, d := range diffs {
 		o := d.Object()
@@ -165,6 +168,26 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				continue
 			}
 			switch o.Kind {
+			case "table property":
+				if !atlasTableProperty(d, liveBy, desiredBy) {
+					p.Refused = append(p.Refused, d)
+				}
+				continue
+			case "partition":
+				if d.Live != nil && d.Desired != nil {
+					// New bounds: the rows would have to move.
+					p.Refused = append(p.Refused, d)
+					continue
+				}
+				p.Before, p.After = partitionSteps(d, live, desiredBy, p.Before, p.After)
+				continue
+			case "index", "constraint":
+				var dropped bool
+				p.Before, p.After, dropped = indexSteps(d, desiredBy, p.Before, p.After)
+				if dropped && (o.Kind == "constraint" || strings.HasPrefix(d.Live.Def, "CREATE UNIQUE ")) {
+					disturbedHere = append(disturbedHere, d.Live.Deps[0])
+				}
+				continue
 			case "check constraint":
 				p.Before, p.After = checkSteps(d, desiredBy, taken, p.Before, p.After)
 				continue
@@ -177,13 +200,11 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 			case "identity":
 				if !slices.Contains(around.Atlas, o.Key()) {
 					p.Before, p.After = identitySteps(d, desiredBy, p.Before, p.After)
-				} else if d.Live == nil && !AtlasIdentity(d.Desired.Def) {
+				} else if d.Live == nil && !AtlasIdentity(d.Desired.Def) && liveBy[o.Deps[0]] == nil {
+					// A new table: atlas created it with the defaults (a new
+					// column of a table has them all in its ADD COLUMN).
 					m := seqOptions(d.Desired.Def)
-					q := "ALTER TABLE " + checkTable(o) + " ALTER COLUMN " + o.Ident + " " + seqClause(m, true)
-					if liveBy[o.Deps[0]] == nil {
-						// A new table: atlas created it with the defaults.
-						q += " RESTART WITH " + m["start"]
-					}
+					q := "ALTER TABLE " + checkTable(o) + " ALTER COLUMN " + o.Ident + " " + seqClause(m, true) + " RESTART WITH " + m["start"]
 					p.After = append(p.After, Step{SQL: q, Reason: "sets the identity options of new column " + o.Name, Validates: true, kind: "identity", Table: o.Table})
 				}
 				continue
@@ -216,7 +237,7 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 	}
 	// A foreign key left as it is, on a key or column atlas disturbs.
 	disturbed := map[string]bool{}
-	for _, k := range around.Disturbed {
+	for _, k := range append(slices.Clone(around.Disturbed), disturbedHere...) {
 		disturbed[k] = true
 	}
 	for _, o := range live {
@@ -278,6 +299,10 @@ func sortSteps(s []Step) []Step {
 			if k == x.kind {
 				r = i
 			}
+		}
+		if x.Drops && (x.kind == "index" || x.kind == "unique constraint") {
+			// After the foreign keys that may use them.
+			return -1
 		}
 		if x.Drops {
 			return r - 2*len(createOrder)
@@ -852,6 +877,10 @@ func identitySteps(d Difference, desiredBy map[string]*Object, before, after []S
 	return before, after
 }
 
+// IdentityOptions is the sequence options of an identity as its catalog
+// definition holds them, as GENERATED ... AS IDENTITY (...) takes them.
+func IdentityOptions(def string) string { return seqClause(seqOptions(def), false) }
+
 // AtlasIdentity says whether atlas writes the identity def describes as it
 // is (it writes only START WITH and INCREMENT BY, so the rest must be the
 // defaults for type).
@@ -859,4 +888,104 @@ func AtlasIdentity(def string) bool {
 	m := seqOptions(def)
 	max := map[string]string{"smallint": "32767", "integer": "2147483647", "bigint": "9223372036854775807"}[m["type"]]
 	return m["min"] == "1" && m["max"] == max && m["cache"] == "1" && m["cycle"] == "f" && !strings.HasPrefix(m["increment"], "-") && !strings.HasPrefix(m["start"], "-") && m["start"] != "0"
+}
+
+// AtlasLoses says whether o is an index or unique constraint with a
+// property atlas neither reads nor writes: storage parameters (WITH
+// (fillfactor = ...)), a column's COLLATE, a unique constraint's
+// DEFERRABLE. Such an object is planned here, from what PostgreSQL prints,
+// on both sides.
+func AtlasLoses(o Object) bool {
+	def, _, _ := strings.Cut(o.Def, " comment=")
+	switch {
+	case o.Kind == "index":
+		return strings.Contains(def, " WITH (") || strings.Contains(def, " COLLATE ")
+	case o.Kind == "constraint" && strings.HasPrefix(def, "u "):
+		return strings.Contains(def, " DEFERRABLE") || strings.Contains(def, " WITH (")
+	}
+	return false
+}
+
+// indexSteps plans an index or unique constraint AtlasLoses marks: dropped
+// before atlas's statements (a column it uses may be dropped there) unless
+// its table goes, created after them (it may use a column added there). It
+// says whether it dropped one, which a foreign key may use.
+func indexSteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step, bool) {
+	dropped := false
+	if d.Live != nil && desiredBy[d.Live.Deps[0]] != nil {
+		dropped = true
+		if d.Live.Kind == "index" {
+			before = append(before, Step{SQL: "DROP INDEX " + d.Live.Ident, Reason: "drops " + indexName(*d.Live), Drops: true, kind: "index", Table: d.Live.Table})
+		} else {
+			before = append(before, Step{SQL: "ALTER TABLE " + checkTable(*d.Live) + " DROP CONSTRAINT " + d.Live.Ident,
+				Reason: "drops " + indexName(*d.Live), Drops: true, kind: "unique constraint", Table: d.Live.Table})
+		}
+	}
+	if o := d.Desired; o != nil {
+		def, comment, commented := strings.Cut(o.Def, " comment=")
+		if o.Kind == "index" {
+			label := strings.TrimSuffix(o.Name, " on "+checkTable(*o))
+			q := strings.Replace(def, " INDEX "+label+" ON ", " INDEX "+o.Ident+" ON ", 1)
+			// A partitioned table's index prints ON ONLY; created so, it
+			// would be left invalid, its partitions without theirs.
+			q = strings.Replace(q, " INDEX "+o.Ident+" ON ONLY ", " INDEX "+o.Ident+" ON ", 1)
+			after = append(after, Step{SQL: q, Reason: "creates " + indexName(*o), Validates: strings.HasPrefix(q, "CREATE UNIQUE "), kind: "index", Table: o.Table})
+			if commented {
+				after = append(after, Step{SQL: "COMMENT ON INDEX " + o.Ident + " IS " + quoteLiteral(comment), Reason: "sets the comment on " + indexName(*o), kind: "index", Table: o.Table})
+			}
+		} else {
+			after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*o) + " ADD CONSTRAINT " + o.Ident + " " + strings.TrimPrefix(def, "u "),
+				Reason: "adds " + indexName(*o) + " (fails if rows hold duplicates)", Validates: true, kind: "unique constraint", Table: o.Table})
+		}
+	}
+	return before, after, dropped
+}
+
+// indexName names an index or unique constraint for a reason.
+func indexName(o Object) string {
+	what := "index "
+	if o.Kind == "constraint" {
+		what = "unique constraint "
+	}
+	return what + o.Ident + " on " + checkTable(o)
+}
+
+// atlasTableProperty says whether atlas's statements make table property
+// difference d: a new table's PARTITION BY, which atlas writes in its
+// CREATE TABLE (it refuses to change one), or any property of a table it
+// drops, which goes with it.
+func atlasTableProperty(d Difference, liveBy, desiredBy map[string]*Object) bool {
+	table := "table " + d.Object().Name
+	switch {
+	case d.Live != nil && d.Desired == nil:
+		return desiredBy[table] == nil
+	case d.Live == nil && liveBy[table] == nil:
+		def := d.Desired.Def
+		return strings.HasPrefix(def, "PARTITION BY ") && !strings.Contains(def, " INHERITS (") && !strings.Contains(def, " WITH (") && !strings.Contains(def, " REPLICA IDENTITY ")
+	}
+	return false
+}
+
+// partitionSteps plans a partition created or dropped (its columns,
+// indexes and constraints are its parent's): dropped, with its rows,
+// before atlas's statements unless its parent goes; created after them,
+// once the parent exists. A default partition of the parent makes a
+// creation check the default's rows.
+func partitionSteps(d Difference, live []Object, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
+	if o := d.Live; o != nil {
+		if desiredBy[o.Deps[0]] != nil {
+			before = append(before, Step{SQL: "DROP TABLE " + o.Ident, Reason: "drops partition " + o.Name + " of " + checkTable(*o) + " and its rows",
+				Drops: true, kind: "partition", Table: o.Table})
+		}
+		return before, after
+	}
+	o := d.Desired
+	withDefault := false
+	for _, l := range live {
+		if l.Kind == "partition" && l.Deps[0] == o.Deps[0] && strings.HasSuffix(strings.SplitN(l.Def, " PARTITION BY ", 2)[0], " DEFAULT") {
+			withDefault = true
+		}
+	}
+	return before, append(after, Step{SQL: "CREATE TABLE " + o.Ident + " " + o.Def, Reason: "creates partition " + o.Name + " of " + checkTable(*o),
+		Validates: withDefault, kind: "partition", name: o.Ident, Table: o.Table})
 }

@@ -67,10 +67,13 @@ UNION ALL
 SELECT 'forced row level security', r.qname, 'FORCE', false, r.relname, NULL::text, NULL::text
 FROM rel r WHERE r.relkind IN ('r', 'p') AND r.relforcerowsecurity
 UNION ALL
+-- a partition's table is its parent's: excluding or protecting the parent
+-- takes in its partitions. Deps: the parent.
 SELECT 'partition', r.qname,
-       'PARTITION OF ' || (SELECT quote_ident(p.relname) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent WHERE i.inhrelid = r.oid)
-       || ' ' || pg_get_expr(c.relpartbound, r.oid), false, r.relname, NULL::text, NULL::text
-FROM rel r JOIN pg_class c ON c.oid = r.oid WHERE r.relkind IN ('r', 'p') AND r.relispartition
+       'PARTITION OF ' || quote_ident(p.relname) || ' ' || pg_get_expr(c.relpartbound, r.oid)
+       || coalesce(' PARTITION BY ' || pg_get_partkeydef(r.oid), ''), false, p.relname, NULL::text, 'table ' || quote_ident(p.relname)
+FROM rel r JOIN pg_class c ON c.oid = r.oid JOIN pg_inherits i ON i.inhrelid = r.oid JOIN pg_class p ON p.oid = i.inhparent
+WHERE r.relkind IN ('r', 'p') AND r.relispartition
 UNION ALL
 SELECT 'foreign table', r.qname, NULL, false, r.relname, NULL::text, NULL::text FROM rel r WHERE r.relkind = 'f'
 UNION ALL
@@ -91,8 +94,14 @@ JOIN pg_type t ON t.oid = a.atttypid
 LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
 WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
 UNION ALL
-SELECT 'constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), true, k.relname, quote_ident(k.conname), 'table ' || k.qname
-FROM con k JOIN rel r ON r.qname = k.qname WHERE NOT r.relispartition AND k.contype NOT IN ('c', 'f')
+-- pg_get_constraintdef leaves out the storage parameters of a key's index:
+-- written where ADD CONSTRAINT takes them, before DEFERRABLE.
+SELECT 'constraint', k.label || ' on ' || k.qname,
+       k.contype::text || ' ' || regexp_replace(pg_get_constraintdef(k.oid), '( DEFERRABLE( INITIALLY DEFERRED)?)?$',
+         coalesce(replace(' WITH (' || array_to_string(ic.reloptions, ', ') || ')', '\', '\\'), '') || '\1'),
+       true, k.relname, quote_ident(k.conname), 'table ' || k.qname
+FROM con k JOIN rel r ON r.qname = k.qname LEFT JOIN pg_class ic ON ic.oid = k.conindid AND k.contype IN ('u', 'p', 'x')
+WHERE NOT r.relispartition AND k.contype NOT IN ('c', 'f')
 UNION ALL
 -- foreign keys too: atlas loses MATCH FULL, DEFERRABLE and NOT VALID, and a
 -- key they reference cannot be dropped under them. Deps: the table, the
@@ -121,7 +130,7 @@ UNION ALL
 SELECT 'index', lbl || ' on ' || t.qname,
        replace(pg_get_indexdef(i.indexrelid), 'INDEX ' || quote_ident(ic.relname) || ' ON ', 'INDEX ' || lbl || ' ON ')
        || coalesce(' comment=' || obj_description(ic.oid, 'pg_class'), ''),
-       true, t.relname, NULL::text, NULL::text
+       true, t.relname, quote_ident(ic.relname), 'table ' || t.qname
 FROM pg_index i
 JOIN rel t ON t.oid = i.indrelid
 JOIN pg_class ic ON ic.oid = i.indexrelid

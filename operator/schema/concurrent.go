@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"ariga.io/atlas/sql/postgres"
@@ -19,7 +20,8 @@ func concurrentIndexes(changes []sqlschema.Change) []sqlschema.Change {
 	var out []sqlschema.Change
 	for _, c := range changes {
 		m, ok := c.(*sqlschema.ModifyTable)
-		if !ok || len(m.Changes) != 1 {
+		if !ok || len(m.Changes) != 1 || partitioned(m.T) {
+			// A partitioned table's indexes have no concurrent build.
 			out = append(out, c)
 			continue
 		}
@@ -46,6 +48,21 @@ func concurrentIndexes(changes []sqlschema.Change) []sqlschema.Change {
 		out = append(out, c)
 	}
 	return out
+}
+
+// concurrentStep builds or drops an index pgcatalog plans on an existing
+// table with CONCURRENTLY, outside the plan's transaction, as
+// concurrentIndexes has atlas do.
+func concurrentStep(st Statement) Statement {
+	for _, verb := range []string{"CREATE UNIQUE INDEX ", "CREATE INDEX ", "DROP INDEX "} {
+		if rest, ok := strings.CutPrefix(st.SQL, verb); ok {
+			st.SQL = verb + "CONCURRENTLY " + rest
+			st.OutsideTransaction = true
+			st.Hazards = slices.DeleteFunc(st.Hazards, func(h Hazard) bool { return h == HazardBuildsIndex || h == HazardAccessExclusiveLock })
+			return st
+		}
+	}
+	return st
 }
 
 // outsideTransaction reports whether atlas's statement cmd for change c is

@@ -165,3 +165,90 @@ func printedDefault(def string) (string, bool) {
 	}
 	return rest[:end], true
 }
+
+// timePrecisions sets the types of the time, timestamp and interval
+// columns whose declared precision atlas drops: it takes (6), the largest,
+// for the type without one and writes neither, so a column declared
+// time(6) is created as time and a change between the two is not seen.
+// Each is an ALTER COLUMN TYPE after atlas's statements, which PostgreSQL
+// makes without rewriting the table (a precision of 6 or none keeps every
+// value). It returns the statements, the differences they correct and the
+// tables of existing columns changed (their views are made again around).
+func timePrecisions(changes []sqlschema.Change, live, desired *state) ([]pgcatalog.Step, []pgcatalog.Difference, []string) {
+	liveCols, desiredCols := columnsByKey(live.objects), columnsByKey(desired.objects)
+	var steps []pgcatalog.Step
+	var diffs []pgcatalog.Difference
+	var tables []string
+	for _, d := range desired.objects {
+		if d.Kind != "column" {
+			continue
+		}
+		want := printedType(d.Def)
+		if !precisionLost(want) {
+			continue
+		}
+		l := liveCols[d.Key()]
+		if l != nil && printedType(l.Def) == want {
+			continue
+		}
+		if l != nil && strings.ReplaceAll(printedType(l.Def), "(6)", "") != strings.ReplaceAll(want, "(6)", "") && !retypes(changes, d.Table, d.Name) {
+			continue // a change atlas does not see either way: refused
+		}
+		t, c, _ := strings.Cut(strings.TrimPrefix(d.Key(), "column "), ".")
+		steps = append(steps, pgcatalog.Step{SQL: "ALTER TABLE " + t + " ALTER COLUMN " + c + " TYPE " + want,
+			Reason: "sets the type of " + d.Name + " as declared, " + want + " (no rewrite: the precision is the largest)", Table: d.Table})
+		diffs = append(diffs, pgcatalog.Difference{Live: l, Desired: &d})
+		if l != nil {
+			tables = append(tables, t)
+		}
+	}
+	for _, l := range live.objects {
+		if l.Kind != "column" || !precisionLost(printedType(l.Def)) {
+			continue
+		}
+		d := desiredCols[l.Key()]
+		if d == nil || strings.ReplaceAll(printedType(l.Def), "(6)", "") != printedType(d.Def) {
+			continue
+		}
+		t, c, _ := strings.Cut(strings.TrimPrefix(l.Key(), "column "), ".")
+		steps = append(steps, pgcatalog.Step{SQL: "ALTER TABLE " + t + " ALTER COLUMN " + c + " TYPE " + printedType(d.Def),
+			Reason: "sets the type of " + l.Name + " as declared, " + printedType(d.Def) + " (no rewrite: no precision keeps every value)", Table: l.Table})
+		diffs = append(diffs, pgcatalog.Difference{Live: &l, Desired: d})
+		tables = append(tables, t)
+	}
+	return steps, diffs, tables
+}
+
+// precisionLost says whether atlas writes the column type typ, as
+// PostgreSQL prints it, without its precision.
+func precisionLost(typ string) bool {
+	for _, p := range []string{"time(6)", "timestamp(6)", "interval(6)"} {
+		if strings.HasPrefix(typ, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// retypes says whether atlas changes the type of column name (the
+// catalog's "t.c") of table.
+func retypes(changes []sqlschema.Change, table, name string) bool {
+	for _, ch := range changes {
+		m, ok := ch.(*sqlschema.ModifyTable)
+		if !ok || m.T.Name != table {
+			continue
+		}
+		for _, sub := range m.Changes {
+			if mc, ok := sub.(*sqlschema.ModifyColumn); ok && mc.Change.Is(sqlschema.ChangeType) && quoteIdent(table)+"."+quoteIdent(mc.To.Name) == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// printedType is the type= part of a catalog column definition.
+func printedType(def string) string {
+	t, _, _ := strings.Cut(strings.TrimPrefix(def, "type="), " notnull=")
+	return t
+}

@@ -5,6 +5,10 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"regexp"
+	"strings"
+
+	"ariga.io/atlas/sql/migrate"
 
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
@@ -48,7 +52,7 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) error {
 		return err
 	}
 	for _, f := range files {
-		if err := database.ExecScript(ctx, exec, db.Target, f.Name, f.Text, report.Parse); err != nil {
+		if err := database.ExecScript(ctx, exec, db.Target, f.Name, withoutConcurrently(f.Text), report.Parse); err != nil {
 			e := report.AsError(err)
 			e.Message += " (loading the desired schema into the dev database)"
 			return e
@@ -59,4 +63,34 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) error {
 		return database.StatementError(db.Target, "commit the desired schema", err)
 	}
 	return nil
+}
+
+// concurrently matches a statement PostgreSQL refuses in a transaction
+// only for its CONCURRENTLY, up to that word.
+var concurrently = regexp.MustCompile(`(?is)^((?:CREATE\s+(?:UNIQUE\s+)?INDEX|DROP\s+INDEX|REINDEX\s+(?:\([^)]*\)\s*)?[a-z]+)\s+)CONCURRENTLY\b`)
+
+// withoutConcurrently drops CONCURRENTLY from the index statements of
+// desired SQL text: in the fresh dev database, loaded in one transaction,
+// each builds the same index, and how the target's indexes are built is
+// the plan's to say (Options.ConcurrentIndexes). Lines keep their numbers.
+func withoutConcurrently(text string) string {
+	if !strings.Contains(strings.ToUpper(text), "CONCURRENTLY") {
+		return text
+	}
+	stmts, err := migrate.Stmts(text)
+	if err != nil {
+		return text // reported when the text is run
+	}
+	var b strings.Builder
+	last := 0
+	for _, st := range stmts {
+		if st.Pos < last || !strings.HasPrefix(text[st.Pos:], st.Text) || !concurrently.MatchString(st.Text) {
+			continue
+		}
+		b.WriteString(text[last:st.Pos])
+		b.WriteString(concurrently.ReplaceAllString(st.Text, "$1"))
+		last = st.Pos + len(st.Text)
+	}
+	b.WriteString(text[last:])
+	return b.String()
 }

@@ -406,6 +406,27 @@ func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 		if st.Drops {
 			s.add(HazardAccessExclusiveLock)
 		}
+	case "partition":
+		// CREATE TABLE ... PARTITION OF and DROP TABLE lock the parent.
+		s.add(HazardAccessExclusiveLock)
+		if st.Drops {
+			s.add(HazardDeletesData)
+		}
+	case "index":
+		// DROP INDEX takes ACCESS EXCLUSIVE; CREATE INDEX SHARE, which
+		// blocks writes while it builds.
+		switch {
+		case strings.HasPrefix(st.SQL, "COMMENT ON"):
+		case st.Drops:
+			s.add(HazardAccessExclusiveLock)
+		default:
+			s.add(HazardBuildsIndex)
+		}
+	case "unique constraint":
+		s.add(HazardAccessExclusiveLock)
+		if !st.Drops {
+			s.add(HazardBuildsIndex)
+		}
 	case "identity", "constraint", "":
 		// ALTER COLUMN ... IDENTITY, RENAME CONSTRAINT and ALTER COLUMN
 		// SET DEFAULT are ALTER TABLE under its lock.

@@ -100,6 +100,14 @@ func TestHazardClaimsHoldOnPostgreSQL(t *testing.T) {
 		{name: "rebuild an index on other columns", desired: strings.Replace(with(tDef), "CREATE INDEX t_b_idx ON t (b);", "CREATE INDEX t_b_idx ON t (b, c);", 1),
 			want: []Hazard{HazardAccessExclusiveLock, HazardBuildsIndex}, statements: 2},
 		{name: "drop an index", desired: strings.Replace(with(tDef), base[2], "", 1), want: []Hazard{HazardAccessExclusiveLock}},
+		// Indexes and unique constraints with what atlas loses, and time
+		// precisions atlas drops, are planned by pgcatalog too.
+		{name: "rebuild an index with storage parameters", desired: strings.Replace(with(tDef), "CREATE INDEX t_b_idx ON t (b);", "CREATE INDEX t_b_idx ON t (b) WITH (fillfactor = 70);", 1),
+			want: []Hazard{HazardAccessExclusiveLock, HazardBuildsIndex}, statements: 2},
+		{name: "add a deferrable unique constraint", desired: col("c text", "c text UNIQUE DEFERRABLE INITIALLY DEFERRED"),
+			want: []Hazard{HazardMayFail, HazardAccessExclusiveLock, HazardBuildsIndex}, violate: `INSERT INTO t (id, c) VALUES (2, 'x')`},
+		{name: "drop a deferrable unique constraint", desired: with(tDef), baseExtra: "ALTER TABLE t ADD CONSTRAINT t_c_key UNIQUE (c) DEFERRABLE;", want: []Hazard{HazardAccessExclusiveLock}},
+		{name: "give a timestamp precision 6", desired: col("ts timestamp", "ts timestamp(6)"), want: []Hazard{HazardAccessExclusiveLock}},
 		{name: "add a check", desired: col(", f double precision)", ", f double precision, CONSTRAINT a_pos CHECK (a > 0))"),
 			want: []Hazard{HazardMayFail, HazardAccessExclusiveLock}, violate: `INSERT INTO t (id, a) VALUES (2, -1)`},
 		{name: "add a foreign key", desired: col("a integer", "a integer REFERENCES p (id)"),

@@ -47,6 +47,17 @@ func (st *state) hasTable(name string) bool {
 	return ok
 }
 
+// partitioned says whether table name of the schema is partitioned: its
+// indexes have no concurrent build or drop.
+func (st *state) partitioned(name string) bool {
+	t, ok := st.schema.Table(name)
+	return ok && partitioned(t)
+}
+
+func partitioned(t *sqlschema.Table) bool {
+	return slices.ContainsFunc(t.Attrs, func(a sqlschema.Attr) bool { _, ok := a.(*postgres.Partition); return ok })
+}
+
 // invalidIndexes is the invalid indexes of every schema of the side.
 func (s *side) invalidIndexes() []invalidIndex {
 	var out []invalidIndex

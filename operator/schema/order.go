@@ -1,7 +1,10 @@
 package schema
 
 import (
+	"regexp"
 	"slices"
+
+	"ariga.io/atlas/sql/migrate"
 
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
@@ -62,6 +65,46 @@ func withoutConstraints(s *sqlschema.Schema) {
 		for _, c := range t.Columns {
 			c.Attrs = sqlschema.RemoveAttr[*sqlschema.Check](c.Attrs)
 			c.ForeignKeys = nil
+		}
+	}
+}
+
+// withoutLostIndexes hands pgcatalog the indexes and unique constraints
+// with a property atlas loses (pgcatalog.AtlasLoses) on either side: they
+// leave atlas's tables on both sides, by name, and are compared and planned
+// as PostgreSQL prints them. An invalid live one is left to dropInvalid,
+// which drops it first, so the desired one is created again.
+func withoutLostIndexes(live, desired *state) {
+	taken := map[string]bool{}
+	for _, st := range []*state{live, desired} {
+		for _, o := range st.objects {
+			if pgcatalog.AtlasLoses(o) {
+				taken[o.Table+" "+o.Ident] = true
+			}
+		}
+	}
+	if len(taken) == 0 {
+		return
+	}
+	invalid := map[string]bool{}
+	for _, ix := range live.invalid {
+		invalid[ix.table+" "+quoteIdent(ix.name)] = true
+	}
+	for _, st := range []*state{live, desired} {
+		objects := st.objects[:0:0]
+		for _, o := range st.objects {
+			k := o.Table + " " + o.Ident
+			if (o.Kind == "index" || o.Kind == "constraint") && taken[k] {
+				if st == live && invalid[k] {
+					continue
+				}
+				o.Managed = false
+			}
+			objects = append(objects, o)
+		}
+		st.objects = objects
+		for _, t := range st.schema.Tables {
+			t.Indexes = slices.DeleteFunc(t.Indexes, func(ix *sqlschema.Index) bool { return taken[t.Name+" "+quoteIdent(ix.Name)] })
 		}
 	}
 }
@@ -146,6 +189,39 @@ func withoutIdentities(live, desired *state) []string {
 		}
 	}
 	return kept
+}
+
+// atlasIdentityClause is the identity clause atlas writes in ADD COLUMN.
+var atlasIdentityClause = regexp.MustCompile(`GENERATED (ALWAYS|BY DEFAULT) AS IDENTITY( \([^)]*\))?`)
+
+// newColumnIdentities writes every option of a new column's identity
+// (kept, per schema, by withoutIdentities) into atlas's ADD COLUMN, which
+// holds only START WITH and INCREMENT BY: a start below 1 needs its
+// MINVALUE there, and the rows the table holds are numbered as desired.
+func newColumnIdentities(plan *migrate.Plan, desired *side, kept [][]string) {
+	defs := map[string]string{}
+	for i, d := range desired.schemas {
+		for _, o := range d.objects {
+			if o.Kind == "identity" && slices.Contains(kept[i], o.Key()) && !pgcatalog.AtlasIdentity(o.Def) {
+				defs[d.name+" "+o.Key()] = o.Def
+			}
+		}
+	}
+	for _, c := range plan.Changes {
+		m, ok := c.Source.(*sqlschema.ModifyTable)
+		if !ok || len(m.Changes) != 1 || m.T.Schema == nil {
+			continue
+		}
+		add, ok := m.Changes[0].(*sqlschema.AddColumn)
+		if !ok {
+			continue
+		}
+		def, ok := defs[m.T.Schema.Name+" identity "+quoteIdent(m.T.Name)+"."+quoteIdent(add.C.Name)]
+		if !ok {
+			continue
+		}
+		c.Cmd = atlasIdentityClause.ReplaceAllString(c.Cmd, "GENERATED $1 AS IDENTITY ("+pgcatalog.IdentityOptions(def)+")")
+	}
 }
 
 func isIdentity(a sqlschema.Attr) bool {

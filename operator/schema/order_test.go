@@ -2,6 +2,7 @@ package schema
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -154,6 +155,225 @@ func TestProtectedTableConstraints(t *testing.T) {
 				t.Fatalf("message does not name the table: %s", refused.Message)
 			}
 			mustPlan(t, db, files(desired), e.o(Options{Protected: []string{"p"}}))
+		})
+	}
+}
+
+// TestPropertiesAtlasLoses: indexes and unique constraints with what atlas
+// neither reads nor writes (storage parameters, a column's COLLATE,
+// DEFERRABLE), and enums that pgcatalog's domains and routines use, each
+// converging on a real PostgreSQL.
+func TestPropertiesAtlasLoses(t *testing.T) {
+	e := newEngine(t)
+	cases := []struct{ name, current, desired string }{
+		{"a unique constraint made deferrable",
+			`CREATE TABLE t (a int NOT NULL, b int NOT NULL, CONSTRAINT t_uniq UNIQUE (a, b) NOT DEFERRABLE);`,
+			`CREATE TABLE t (a int NOT NULL, b int NOT NULL, CONSTRAINT t_uniq UNIQUE (a, b) DEFERRABLE);`},
+		{"an unnamed unique constraint made initially deferred",
+			`CREATE TABLE t (a int UNIQUE);`,
+			`CREATE TABLE t (a int UNIQUE DEFERRABLE INITIALLY DEFERRED);`},
+		{"a deferrable unique constraint made immediate",
+			`CREATE TABLE t (a int, CONSTRAINT t_uniq UNIQUE (a) DEFERRABLE INITIALLY DEFERRED);`,
+			`CREATE TABLE t (a int, CONSTRAINT t_uniq UNIQUE (a));`},
+		{"a new table with a deferrable unique constraint and foreign keys",
+			`CREATE TABLE o (id int, kind text NOT NULL, PRIMARY KEY (kind, id));`,
+			`CREATE TABLE o (id int, kind text NOT NULL, PRIMARY KEY (kind, id));
+			 CREATE TABLE b (n int NOT NULL, kind text NOT NULL, oid int NOT NULL,
+			   FOREIGN KEY (kind, oid) REFERENCES o (kind, id) DEFERRABLE, CONSTRAINT b_order UNIQUE (kind, oid, n) DEFERRABLE INITIALLY DEFERRED);`},
+		{"a unique constraint with storage parameters on a new column",
+			`CREATE TABLE t (a int);`,
+			`CREATE TABLE t (a int, b int, UNIQUE (b) WITH (fillfactor = 70));`},
+		{"a unique constraint's storage parameters changed",
+			`CREATE TABLE t (a int, CONSTRAINT t_a UNIQUE (a) WITH (fillfactor = 70) DEFERRABLE);`,
+			`CREATE TABLE t (a int, CONSTRAINT t_a UNIQUE (a) WITH (fillfactor = 60) DEFERRABLE);`},
+		{"a table dropped with its deferrable unique constraint",
+			`CREATE TABLE t (a int UNIQUE DEFERRABLE); CREATE TABLE u (a int);`,
+			`CREATE TABLE u (a int);`},
+		{"a new table's index with storage parameters",
+			``,
+			`CREATE TABLE t (id serial, data text); CREATE INDEX t_data ON t USING btree (data) WITH (deduplicate_items = off, fillfactor = 80);`},
+		{"an index's fillfactor changed",
+			`CREATE TABLE t (data text); CREATE INDEX t_data ON t (data) WITH (fillfactor = 90);`,
+			`CREATE TABLE t (data text); CREATE INDEX t_data ON t (data) WITH (fillfactor = 70);`},
+		{"an index's storage parameters dropped",
+			`CREATE TABLE t (data text); CREATE INDEX ON t (data) WITH (fillfactor = 90);`,
+			`CREATE TABLE t (data text); CREATE INDEX ON t (data);`},
+		{"an operator class, storage parameters, a predicate and a comment",
+			`CREATE TABLE t (c text, n int);`,
+			`CREATE TABLE t (c text, n int); CREATE INDEX t_c ON t (c text_pattern_ops) WITH (fillfactor = 90) WHERE n > 0;
+			 COMMENT ON INDEX t_c IS 'prefix search';`},
+		{"an index column's collation",
+			`CREATE TABLE t (name text); CREATE INDEX t_name ON t (name);`,
+			`CREATE TABLE t (name text); CREATE INDEX t_name ON t (name COLLATE "C");`},
+		{"an index on a column dropped",
+			`CREATE TABLE t (a int, b text); CREATE INDEX t_b ON t (b COLLATE "C");`,
+			`CREATE TABLE t (a int);`},
+		{"a unique index a foreign key uses gets storage parameters",
+			`CREATE TABLE p (id int NOT NULL); CREATE UNIQUE INDEX p_id ON p (id); CREATE TABLE c (pid int REFERENCES p (id));`,
+			`CREATE TABLE p (id int NOT NULL); CREATE UNIQUE INDEX p_id ON p (id) WITH (fillfactor = 50); CREATE TABLE c (pid int REFERENCES p (id));`},
+		{"a new table's time types of precision 6",
+			``,
+			`CREATE TABLE t (a time(6), b timestamp(6) with time zone NOT NULL, c interval(6), d time(6) with time zone[], e timestamp);`},
+		{"a time column given precision 6, a view reading it",
+			`CREATE TABLE t (a time, b timestamp(3)); CREATE VIEW v AS SELECT a, b FROM t;`,
+			`CREATE TABLE t (a time(6), b timestamp(6)); CREATE VIEW v AS SELECT a, b FROM t;`},
+		{"a time column's precision 6 dropped",
+			`CREATE TABLE t (a timestamp(6) with time zone);`,
+			`CREATE TABLE t (a timestamp with time zone);`},
+		{"an enum a new domain uses",
+			``,
+			`CREATE TYPE color AS ENUM ('red', 'green'); CREATE DOMAIN primary_color AS color;`},
+		{"an enum a new function takes",
+			`CREATE TABLE t (a int);`,
+			`CREATE TABLE t (a int); CREATE TYPE prio AS ENUM ('low', 'high');
+			 CREATE FUNCTION same(p prio) RETURNS prio AS $$ BEGIN RETURN p; END; $$ LANGUAGE plpgsql IMMUTABLE;`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db, _ := e.db(t)
+			if c.current != "" {
+				exec(t, db, c.current)
+			}
+			converges(t, e, db, c.desired)
+		})
+	}
+	t.Run("a new column's identity starting below 1 numbers the rows as desired", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE TABLE v (name text NOT NULL); INSERT INTO v VALUES ('a'), ('b');`)
+		converges(t, e, db, `CREATE TABLE v (name text NOT NULL,
+		  volt int GENERATED BY DEFAULT AS IDENTITY (START WITH -100 INCREMENT BY 5 MINVALUE -100 MAXVALUE 100));`)
+		var got string
+		if err := db.QueryRow(`SELECT string_agg(volt::text, ',' ORDER BY volt) FROM v`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != "-100,-95" {
+			t.Fatalf("want the rows numbered -100,-95, got %s", got)
+		}
+	})
+	t.Run("a primary key's storage parameters are refused, not ignored", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE TABLE t (id int PRIMARY KEY);`)
+		_, err := ComputePlan(context.Background(), db, files(`CREATE TABLE t (id int PRIMARY KEY WITH (fillfactor = 50));`), e.o(Options{}))
+		wantNamed(t, err, "constraint", "PRIMARY KEY (id) on t")
+	})
+	t.Run("concurrently, where asked", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE TABLE t (data text); CREATE INDEX t_data ON t (data) WITH (fillfactor = 90);`)
+		desired := `CREATE TABLE t (data text); CREATE INDEX t_data ON t (data) WITH (fillfactor = 70);`
+		p := mustPlan(t, db, files(desired), e.o(Options{ConcurrentIndexes: true}))
+		var got []string
+		for _, s := range p.Statements {
+			if !s.OutsideTransaction || slices.Contains(s.Hazards, HazardBuildsIndex) {
+				t.Fatalf("want every statement concurrent, outside the transaction, got %+v", s)
+			}
+			got = append(got, s.SQL)
+		}
+		if want := []string{"DROP INDEX CONCURRENTLY t_data", "CREATE INDEX CONCURRENTLY t_data ON public.t USING btree (data) WITH (fillfactor='70')"}; !slices.Equal(got, want) {
+			t.Fatalf("want %q, got %q", want, got)
+		}
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("not converged: %+v", res)
+		}
+		if again := mustPlan(t, db, files(desired), e.o(Options{})); len(again.Statements) != 0 {
+			t.Fatalf("second plan not empty: %+v", again.Statements)
+		}
+	})
+}
+
+// TestDesiredConcurrentIndexes: CREATE INDEX CONCURRENTLY, as migration
+// files write it, is refused in the transaction the desired SQL loads in;
+// it loads as the index it builds.
+func TestDesiredConcurrentIndexes(t *testing.T) {
+	e := newEngine(t)
+	db, _ := e.db(t)
+	exec(t, db, `CREATE TABLE users (id bigint PRIMARY KEY, name text, email text);`)
+	converges(t, e, db, `CREATE TABLE users (id bigint PRIMARY KEY, name text, email text);
+-- looked up by name
+CREATE INDEX CONCURRENTLY users_name ON users (name);
+CREATE UNIQUE INDEX
+  concurrently IF NOT EXISTS users_email ON users USING btree (lower(email)) INCLUDE (name);`)
+}
+
+// TestPartitions: partitioned tables (atlas writes PARTITION BY in its
+// CREATE TABLE) and their partitions (planned here as PostgreSQL prints
+// them) converge; what cannot be planned without moving rows is refused.
+func TestPartitions(t *testing.T) {
+	e := newEngine(t)
+	const logs = `CREATE TABLE logs (id bigint NOT NULL, at timestamp NOT NULL, CHECK (id > 0)) PARTITION BY RANGE (at);
+CREATE INDEX logs_at ON logs (at);
+`
+	const jan = `CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
+`
+	const feb = `CREATE TABLE logs_02 PARTITION OF logs FOR VALUES FROM ('2024-02-01') TO ('2024-03-01');
+`
+	cases := []struct{ name, current, desired string }{
+		{"new tables partitioned by hash, list and range",
+			``,
+			`CREATE TABLE s (id bigint NOT NULL, u bigint NOT NULL) PARTITION BY HASH (u);
+			 CREATE TABLE o (id bigint NOT NULL, region text NOT NULL) PARTITION BY LIST (region);
+			 CREATE TABLE e (id bigint, y int NOT NULL, m int NOT NULL) PARTITION BY RANGE (y, m);`},
+		{"a new partitioned table with partitions", ``, logs + jan + feb},
+		{"a partition added", logs + jan, logs + jan + feb},
+		{"a partition added beside a default one", logs + jan + `CREATE TABLE logs_rest PARTITION OF logs DEFAULT;`,
+			logs + jan + feb + `CREATE TABLE logs_rest PARTITION OF logs DEFAULT;`},
+		{"list and default partitions added",
+			`CREATE TABLE o (id bigint NOT NULL, region text NOT NULL) PARTITION BY LIST (region);`,
+			`CREATE TABLE o (id bigint NOT NULL, region text NOT NULL) PARTITION BY LIST (region);
+			 CREATE TABLE o_us PARTITION OF o FOR VALUES IN ('US', 'CA'); CREATE TABLE o_rest PARTITION OF o DEFAULT;`},
+		{"a partition partitioned again", logs,
+			logs + `CREATE TABLE logs_2024 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2025-01-01') PARTITION BY HASH (id);`},
+		{"a partitioned table's index gets storage parameters", logs + jan + feb,
+			strings.Replace(logs, "logs_at ON logs (at);", "logs_at ON logs (at) WITH (fillfactor = 80);", 1) + jan + feb},
+		{"a partitioned table dropped with its partitions", logs + jan + `CREATE TABLE u (a int);`, `CREATE TABLE u (a int);`},
+		{"an unlogged table dropped", `CREATE UNLOGGED TABLE t (a int); CREATE TABLE u (a int);`, `CREATE TABLE u (a int);`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			db, _ := e.db(t)
+			if c.current != "" {
+				exec(t, db, c.current)
+			}
+			converges(t, e, db, c.desired)
+		})
+	}
+	t.Run("a partitioned table's index is built in the transaction, concurrently asked", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, logs+jan)
+		desired := files(strings.Replace(logs, "logs_at ON logs (at);", "logs_at ON logs (at) WITH (fillfactor = 80); CREATE INDEX logs_id ON logs (id);", 1) + jan)
+		p := mustPlan(t, db, desired, e.o(Options{ConcurrentIndexes: true}))
+		if p.outsideTransaction() {
+			t.Fatalf("PostgreSQL builds no partitioned index concurrently; got %+v", p.Statements)
+		}
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("not converged: %+v", res)
+		}
+	})
+	t.Run("a partition dropped, with its rows, is destructive", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, logs+jan+feb+`INSERT INTO logs VALUES (1, '2024-02-10');`)
+		p := mustPlan(t, db, files(logs+jan), e.o(Options{}))
+		if len(p.Statements) != 1 || p.Statements[0].SQL != "DROP TABLE logs_02" || !p.Destructive ||
+			!slices.Contains(p.Statements[0].Hazards, HazardDeletesData) {
+			t.Fatalf("want one destructive DROP TABLE logs_02, got %+v", p.Statements)
+		}
+		converges(t, e, db, logs+jan)
+	})
+	for name, c := range map[string]struct{ current, desired, kind, object string }{
+		"new bounds":                {logs + jan, logs + `CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-03-01');`, "partition", "logs_01"},
+		"a new table made unlogged": {`CREATE TABLE u (a int);`, `CREATE TABLE u (a int); CREATE UNLOGGED TABLE t (a int);`, "table property", "t"},
+		"a table partitioned":       {`CREATE TABLE t (a int);`, `CREATE TABLE t (a int) PARTITION BY RANGE (a);`, "", "t"},
+	} {
+		t.Run("refused: "+name, func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, c.current)
+			_, err := ComputePlan(context.Background(), db, files(c.desired), e.o(Options{}))
+			if c.kind == "" {
+				if err == nil || !strings.Contains(err.Error(), `"t"`) {
+					t.Fatalf("want a refusal naming t, got %v", err)
+				}
+				return
+			}
+			wantNamed(t, err, c.kind, c.object)
 		})
 	}
 }

@@ -191,6 +191,9 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	atlasIdentities := make([][]string, len(live.schemas))
 	defaults := make([][]pgcatalog.Step, len(live.schemas))
 	defaultDiffs := make([][]pgcatalog.Difference, len(live.schemas))
+	// Per schema: the time types atlas writes without their precision.
+	precisions := make([][]pgcatalog.Step, len(live.schemas))
+	retyped := make([][]string, len(live.schemas))
 	nDefaults := 0
 	for i, l := range live.schemas {
 		d := desired.schemas[i]
@@ -220,13 +223,17 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 		}
 		withoutConstraints(l.schema)
 		withoutConstraints(d.schema)
+		withoutLostIndexes(l, d)
 		atlasIdentities[i] = withoutIdentities(l, d)
 		c, err := drv.SchemaDiff(l.schema, d.schema)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s against the desired schema: %w", l.name, err)
 		}
 		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
-		nDefaults += len(defaults[i])
+		var precisionDiffs []pgcatalog.Difference
+		precisions[i], precisionDiffs, retyped[i] = timePrecisions(c, l, d)
+		defaultDiffs[i] = append(defaultDiffs[i], precisionDiffs...)
+		nDefaults += len(defaults[i]) + len(precisions[i])
 		changes = append(changes, c...)
 		invalid = append(invalid, dropInvalid(l.name, l.invalid, opts.ConcurrentIndexes)...)
 	}
@@ -245,6 +252,7 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	if err != nil {
 		return nil, fmt.Errorf("plan the changes to %s: %w", strings.Join(opts.managed(), ", "), err)
 	}
+	newColumnIdentities(plan, desired, atlasIdentities)
 	planned := len(created) + len(invalid) + len(dropped)
 	for _, c := range plan.Changes {
 		if c.Cmd != "" {
@@ -254,11 +262,12 @@ func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opt
 	planned += nDefaults
 	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid, dropped: dropped}
 	for i, l := range live.schemas {
-		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned, atlasIdentities[i])
+		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned, atlasIdentities[i], retyped[i])
 		if err != nil {
 			return nil, err
 		}
-		objects.After = append(objects.After, defaults[i]...)
+		// Types before the views that read the columns are made again.
+		objects.After = append(append(precisions[i], objects.After...), defaults[i]...)
 		cmp.objects = append(cmp.objects, schemaObjects{schema: l.name, live: l, planned: objects})
 		cmp.objectDiffs = append(cmp.objectDiffs, objectDiffs...)
 		cmp.objectDiffs = append(cmp.objectDiffs, defaultDiffs[i]...)
@@ -312,7 +321,11 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	}
 	steps := func(o schemaObjects, ss []pgcatalog.Step) {
 		for _, s := range ss {
-			st := stepStatement(s, s.Table != "" && !o.live.hasTable(s.Table))
+			newTable := s.Table != "" && !o.live.hasTable(s.Table)
+			st := stepStatement(s, newTable)
+			if opts.ConcurrentIndexes && !newTable && s.Kind() == "index" && !o.live.partitioned(s.Table) {
+				st = concurrentStep(st)
+			}
 			if p.Schemas != nil {
 				st.Schema = o.schema
 			}
@@ -320,13 +333,10 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		}
 	}
 	p.Statements = append(append(p.Statements, cmp.created...), cmp.invalid...)
-	for _, o := range cmp.objects {
-		steps(o, o.planned.Before)
-	}
-	for _, c := range cmp.plan.Changes {
-		if c.Cmd == "" {
-			continue
-		}
+	// atlas's new types (enums) first: a domain or routine pgcatalog
+	// creates before atlas's statements may use one.
+	newType := func(c *migrate.Change) bool { _, ok := c.Source.(*sqlschema.AddObject); return ok }
+	atlasStatement := func(c *migrate.Change) {
 		reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
 			// atlas creates a new table's indexes in statements of their own.
@@ -334,6 +344,19 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		}
 		hs := hazardsOf(c.Source, c.Cmd)
 		p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
+	}
+	for _, c := range cmp.plan.Changes {
+		if c.Cmd != "" && newType(c) {
+			atlasStatement(c)
+		}
+	}
+	for _, o := range cmp.objects {
+		steps(o, o.planned.Before)
+	}
+	for _, c := range cmp.plan.Changes {
+		if c.Cmd != "" && !newType(c) {
+			atlasStatement(c)
+		}
 	}
 	for _, o := range createOrder(cmp) {
 		steps(o, o.planned.After)

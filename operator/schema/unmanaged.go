@@ -17,7 +17,7 @@ import (
 // any catalog difference atlas did not turn into a statement
 // (report.UnplannedDifference). Objects printed the same on both sides are
 // checked and need nothing.
-func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned int, atlasObjects []string) (pgcatalog.Planned, []pgcatalog.Difference, error) {
+func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned int, atlasObjects, retyped []string) (pgcatalog.Planned, []pgcatalog.Difference, error) {
 	var unmanaged, missed []pgcatalog.Difference
 	for _, d := range pgcatalog.Diff(live.objects, desired.objects) {
 		if d.Object().Managed {
@@ -29,6 +29,7 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 	renames, named, renamed, missed := pgcatalog.RenamePrimaryKeys(missed)
 	a := around(live.name, changes)
 	a.Atlas = atlasObjects
+	a.Rewritten = append(a.Rewritten, retyped...)
 	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, a)
 	p.Before = append(renames, p.Before...)
 	p.After = append(p.After, named...)
