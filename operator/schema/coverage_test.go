@@ -190,6 +190,14 @@ CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-
 			wantNamed(t, err, c.kind, c.object)
 		})
 	}
+	t.Run("an excluded partitioned table takes in its partitions' own objects", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE INDEX logs_01_v ON logs_01 (v); ALTER TABLE logs_01 ALTER COLUMN v SET DEFAULT 'x';")
+		p := mustPlan(t, db, files(base), e.o(Options{Exclude: []string{"logs"}}))
+		if len(p.Statements) != 0 {
+			t.Fatalf("want an empty plan, got %+v", p.Statements)
+		}
+	})
 	fn := "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;\n"
 	for name, extra := range map[string]string{
 		"trigger": fn + "CREATE TRIGGER t_touch BEFORE UPDATE ON logs_01 FOR EACH ROW EXECUTE FUNCTION touch();",
@@ -207,9 +215,10 @@ CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-
 		})
 	}
 	const parent = `CREATE TABLE r (id bigint PRIMARY KEY);
-CREATE TABLE logs (id bigint NOT NULL, at timestamp NOT NULL, v text, PRIMARY KEY (id, at), UNIQUE (v, id, at),
+CREATE TABLE logs (id bigint NOT NULL, at timestamp NOT NULL, v text DEFAULT 'x', PRIMARY KEY (id, at), UNIQUE (v, id, at),
   CONSTRAINT logs_pos CHECK (id > 0), CONSTRAINT logs_r FOREIGN KEY (id) REFERENCES r) PARTITION BY RANGE (at);
 CREATE INDEX logs_at ON logs (at);
+COMMENT ON COLUMN logs.v IS 'the value';
 `
 	const parts = `CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
 CREATE TABLE logs_02 PARTITION OF logs FOR VALUES FROM ('2024-02-01') TO ('2024-03-01') PARTITION BY HASH (id);
@@ -226,9 +235,15 @@ CREATE TABLE logs_02_1 PARTITION OF logs_02 FOR VALUES WITH (MODULUS 2, REMAINDE
 		exec(t, db, parent)
 		converges(t, e, db, parent+parts)
 	})
+	t.Run("the partitioned table's default and check change", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, parent+parts)
+		changed := strings.NewReplacer("DEFAULT 'x'", "DEFAULT 'y'", "CHECK (id > 0)", "CHECK (id > 1)").Replace(parent)
+		converges(t, e, db, changed+parts)
+	})
 	t.Run("a partition attached with its own matching index and check is in sync", func(t *testing.T) {
 		db, _ := e.db(t)
-		exec(t, db, parent+`CREATE TABLE logs_01 (id bigint NOT NULL, at timestamp NOT NULL, v text, CONSTRAINT logs_pos CHECK (id > 0));
+		exec(t, db, parent+`CREATE TABLE logs_01 (id bigint NOT NULL, at timestamp NOT NULL, v text DEFAULT 'x', CONSTRAINT logs_pos CHECK (id > 0));
 CREATE INDEX logs_01_own_at ON logs_01 (at);
 ALTER TABLE logs ATTACH PARTITION logs_01 FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');`)
 		p := mustPlan(t, db, files(parent+`CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');`), e.o(Options{}))
