@@ -75,6 +75,47 @@ SELECT 'partition', r.qname,
 FROM rel r JOIN pg_class c ON c.oid = r.oid JOIN pg_inherits i ON i.inhrelid = r.oid JOIN pg_class p ON p.oid = i.inhparent
 WHERE r.relkind IN ('r', 'p') AND r.relispartition
 UNION ALL
+-- what a partition has of its own, not from its parent, is not planned yet:
+-- listed under kinds of their own so that a difference is refused, never
+-- unseen. Inherited ones (an index attached to its parent's, a constraint
+-- with coninhcount > 0 or a parent constraint) come with the parent. Their
+-- table is the parent's, as a partition's is.
+SELECT 'partition index', quote_ident(ic.relname) || ' on ' || t.qname,
+       pg_get_indexdef(i.indexrelid) || coalesce(' comment=' || obj_description(ic.oid, 'pg_class'), ''), false,
+       (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = t.oid), NULL::text, NULL::text
+FROM pg_index i JOIN rel t ON t.oid = i.indrelid AND t.relispartition JOIN pg_class ic ON ic.oid = i.indexrelid
+WHERE (NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
+       AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.conrelid = t.oid AND k.contype IN ('p', 'u', 'x')))
+   OR obj_description(ic.oid, 'pg_class') IS NOT NULL
+UNION ALL
+SELECT 'partition constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), false,
+       (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = r.oid), NULL::text, NULL::text
+FROM con k JOIN pg_constraint c ON c.oid = k.oid JOIN rel r ON r.oid = c.conrelid
+WHERE r.relispartition AND c.conparentid = 0 AND c.coninhcount = 0
+UNION ALL
+SELECT 'partition column', r.qname || '.' || quote_ident(a.attname),
+       concat_ws(' ', CASE WHEN a.attnotnull AND NOT pa.attnotnull THEN 'NOT NULL' END,
+         'DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), 'COMMENT ' || quote_literal(col_description(r.oid, a.attnum))),
+       false, pa_rel.relname, NULL::text, NULL::text
+FROM rel r JOIN pg_inherits i ON i.inhrelid = r.oid
+JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
+JOIN pg_attribute pa ON pa.attrelid = i.inhparent AND pa.attname = a.attname JOIN pg_class pa_rel ON pa_rel.oid = i.inhparent
+LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+LEFT JOIN pg_attrdef pd ON pd.adrelid = pa.attrelid AND pd.adnum = pa.attnum
+WHERE r.relkind IN ('r', 'p') AND r.relispartition
+  AND (a.attnotnull AND NOT pa.attnotnull
+       OR pg_get_expr(d.adbin, d.adrelid) IS DISTINCT FROM pg_get_expr(pd.adbin, pd.adrelid)
+       OR col_description(r.oid, a.attnum) IS NOT NULL)
+UNION ALL
+SELECT 'partition property', r.qname,
+       concat_ws(' ', CASE r.relpersistence WHEN 'u' THEN 'UNLOGGED' END, 'WITH (' || array_to_string(r.reloptions, ', ') || ')',
+         CASE r.relreplident WHEN 'n' THEN 'REPLICA IDENTITY NOTHING' WHEN 'f' THEN 'REPLICA IDENTITY FULL' WHEN 'i' THEN 'REPLICA IDENTITY USING INDEX' END,
+         'COMMENT ' || quote_literal(obj_description(r.oid, 'pg_class'))),
+       false, (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = r.oid), NULL::text, NULL::text
+FROM rel r
+WHERE r.relkind IN ('r', 'p') AND r.relispartition AND (r.relpersistence <> 'p' OR r.reloptions IS NOT NULL OR r.relreplident <> 'd'
+                            OR obj_description(r.oid, 'pg_class') IS NOT NULL)
+UNION ALL
 SELECT 'foreign table', r.qname, NULL, false, r.relname, NULL::text, NULL::text FROM rel r WHERE r.relkind = 'f'
 UNION ALL
 SELECT 'column', r.qname || '.' || quote_ident(a.attname),

@@ -149,3 +149,106 @@ func wantNamed(t *testing.T, err error, kind, object string) {
 		t.Fatalf("want the message to name %s %s, got %s", kind, object, e.Message)
 	}
 }
+
+// TestPartitionOwnObjects: what a partition has of its own, not from its
+// partitioned table, is not planned yet and must be refused on either side;
+// what it inherits keeps planning.
+func TestPartitionOwnObjects(t *testing.T) {
+	e := newEngine(t)
+	const base = `CREATE TABLE r (id bigint PRIMARY KEY);
+CREATE TABLE logs (id bigint NOT NULL, at timestamp NOT NULL, v text) PARTITION BY RANGE (at);
+CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
+`
+	for _, c := range []struct{ name, extra, kind, object string }{
+		{"index", "CREATE INDEX logs_01_v ON logs_01 (v);", "partition index", "logs_01_v on logs_01"},
+		{"unnamed index", "CREATE INDEX ON logs_01 (v);", "partition index", "logs_01_v_idx on logs_01"},
+		{"primary key", "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_k PRIMARY KEY (id);", "partition constraint", "logs_01_k on logs_01"},
+		{"unique constraint", "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_u UNIQUE (v);", "partition constraint", "logs_01_u on logs_01"},
+		{"check constraint", "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_pos CHECK (id > 0);", "partition constraint", "logs_01_pos on logs_01"},
+		{"foreign key", "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_r FOREIGN KEY (id) REFERENCES r;", "partition constraint", "logs_01_r on logs_01"},
+		{"column default", "ALTER TABLE logs_01 ALTER COLUMN v SET DEFAULT 'x';", "partition column", "logs_01.v"},
+		{"column not null", "ALTER TABLE logs_01 ALTER COLUMN v SET NOT NULL;", "partition column", "logs_01.v"},
+		{"column comment", "COMMENT ON COLUMN logs_01.v IS 'note';", "partition column", "logs_01.v"},
+		{"table comment", "COMMENT ON TABLE logs_01 IS 'january';", "partition property", "logs_01"},
+		{"storage parameter", "ALTER TABLE logs_01 SET (fillfactor = 70);", "partition property", "logs_01"},
+	} {
+		t.Run(c.name+" only desired", func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base)
+			_, err := ComputePlan(context.Background(), db, files(base+c.extra), e.o(Options{}))
+			wantNamed(t, err, c.kind, c.object)
+			if !strings.Contains(err.Error(), "partitioned table") {
+				t.Fatalf("want the refusal to say what to do, got %v", err)
+			}
+			_, err = ComputeDrift(context.Background(), db, files(base+c.extra), e.o(Options{}), true)
+			wantNamed(t, err, c.kind, c.object)
+		})
+		t.Run(c.name+" only in the database", func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base+c.extra)
+			_, err := ComputePlan(context.Background(), db, files(base), e.o(Options{}))
+			wantNamed(t, err, c.kind, c.object)
+		})
+	}
+	t.Run("an excluded partitioned table takes in its partitions' own objects", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+"CREATE INDEX logs_01_v ON logs_01 (v); ALTER TABLE logs_01 ALTER COLUMN v SET DEFAULT 'x';")
+		p := mustPlan(t, db, files(base), e.o(Options{Exclude: []string{"logs"}}))
+		if len(p.Statements) != 0 {
+			t.Fatalf("want an empty plan, got %+v", p.Statements)
+		}
+	})
+	fn := "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;\n"
+	for name, extra := range map[string]string{
+		"trigger": fn + "CREATE TRIGGER t_touch BEFORE UPDATE ON logs_01 FOR EACH ROW EXECUTE FUNCTION touch();",
+		"policy":  "ALTER TABLE logs_01 ENABLE ROW LEVEL SECURITY; CREATE POLICY own ON logs_01 USING (v = current_user);",
+	} {
+		t.Run("a partition's own "+name+" is planned, desired", func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base)
+			converges(t, e, db, base+extra)
+		})
+		t.Run("a partition's own "+name+" is planned, in the database", func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base+extra)
+			converges(t, e, db, base)
+		})
+	}
+	const parent = `CREATE TABLE r (id bigint PRIMARY KEY);
+CREATE TABLE logs (id bigint NOT NULL, at timestamp NOT NULL, v text DEFAULT 'x', PRIMARY KEY (id, at), UNIQUE (v, id, at),
+  CONSTRAINT logs_pos CHECK (id > 0), CONSTRAINT logs_r FOREIGN KEY (id) REFERENCES r) PARTITION BY RANGE (at);
+CREATE INDEX logs_at ON logs (at);
+COMMENT ON COLUMN logs.v IS 'the value';
+`
+	const parts = `CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
+CREATE TABLE logs_02 PARTITION OF logs FOR VALUES FROM ('2024-02-01') TO ('2024-03-01') PARTITION BY HASH (id);
+CREATE TABLE logs_02_0 PARTITION OF logs_02 FOR VALUES WITH (MODULUS 2, REMAINDER 0);
+CREATE TABLE logs_02_1 PARTITION OF logs_02 FOR VALUES WITH (MODULUS 2, REMAINDER 1);
+`
+	t.Run("inherited indexes and constraints plan", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, "CREATE TABLE r (id bigint PRIMARY KEY);")
+		converges(t, e, db, parent+parts)
+	})
+	t.Run("partitions added under inherited indexes and constraints plan", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, parent)
+		converges(t, e, db, parent+parts)
+	})
+	t.Run("the partitioned table's default and check change", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, parent+parts)
+		changed := strings.NewReplacer("DEFAULT 'x'", "DEFAULT 'y'", "CHECK (id > 0)", "CHECK (id > 1)").Replace(parent)
+		converges(t, e, db, changed+parts)
+	})
+	t.Run("a partition attached with its own matching index and check is in sync", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, parent+`CREATE TABLE logs_01 (id bigint NOT NULL, at timestamp NOT NULL, v text DEFAULT 'x', CONSTRAINT logs_pos CHECK (id > 0));
+CREATE INDEX logs_01_own_at ON logs_01 (at);
+ALTER TABLE logs ATTACH PARTITION logs_01 FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');`)
+		p := mustPlan(t, db, files(parent+`CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');`), e.o(Options{}))
+		if len(p.Statements) != 0 || p.BaseFingerprint != p.DesiredFingerprint {
+			t.Fatalf("want an empty plan with equal fingerprints, got %+v", p)
+		}
+	})
+}

@@ -34,7 +34,7 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 	p.Before = append(renames, p.Before...)
 	p.After = append(p.After, named...)
 	if len(p.Refused) > 0 {
-		return p, nil, report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way", kinds(p.Refused), listDiffs(p.Refused))
+		return p, nil, report.Errorf(report.UnmanagedObject, "ptah does not plan %s: %s; no plan was written: remove it from the side that has it, or make both sides define it the same way%s", kinds(p.Refused), listDiffs(p.Refused), partitionHint(p.Refused))
 	}
 	if atlasPlanned+p.Len() == 0 && len(missed) > 0 {
 		return p, nil, report.Errorf(report.UnplannedDifference, "the database differs from the desired schema in a way ptah cannot plan: %s; no plan was written (an empty plan would claim they are in sync)", listDiffs(missed))
@@ -84,4 +84,14 @@ func listDiffs(ds []pgcatalog.Difference) string {
 		parts = append(parts, d.Describe())
 	}
 	return strings.Join(parts, "; ")
+}
+
+// partitionHint says what to do about what a partition has of its own.
+func partitionHint(ds []pgcatalog.Difference) string {
+	for _, d := range ds {
+		if strings.HasPrefix(d.Object().Kind, "partition ") {
+			return " (declare a partition's indexes, constraints and defaults on its partitioned table, which gives them to every partition)"
+		}
+	}
+	return ""
 }
