@@ -137,7 +137,8 @@ func (r *SchemaReconciler) delete(ctx context.Context, o ctrl.Object) {
 }
 
 // sweepCredentials revokes every operation credential of s but the active
-// claim's, once per subject in this manager's life (swept): a manager
+// claim's, once per subject in this manager's life and again after each
+// revocation (swept): a manager
 // killed after it wrote the next claim and before it revoked the ended
 // operation's credential leaves that credential behind, and no claim names
 // it any more. They are listed past the cache (no informer holds every

@@ -199,7 +199,7 @@ func (r *MigrationReconciler) discard(ctx context.Context, m *v1alpha1.PtahMigra
 		return
 	}
 	r.deleteJob(ctx, m, c)
-	revokeCredential(ctx, r.Client, m, c)
+	r.revoke(ctx, m, c)
 	if c.Type == v1alpha1.OperationApply {
 		r.returnApproval(ctx, m, c)
 		setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, "the Apply claim was retired before its Job was created: its inputs changed")
@@ -428,7 +428,7 @@ func (r *MigrationReconciler) snapshot(ctx context.Context, m *v1alpha1.PtahMigr
 	}
 	log.FromContext(ctx).Info("the Pod template changed again after its admission snapshot was refreshed; the claim is retired and the operation claimed anew",
 		"job", c.JobName, "recorded", c.PodTemplateDigest, "now", d)
-	revokeCredential(ctx, r.Client, m, c)
+	r.revoke(ctx, m, c)
 	next := r.newClaim(m, c.Type, c.Attempt)
 	next.Approval = c.Approval
 	return false, r.claimOp(ctx, m, next, time.Time{})
@@ -508,7 +508,7 @@ func (r *MigrationReconciler) foreign(ctx context.Context, m *v1alpha1.PtahMigra
 		return reconcile.Result{RequeueAfter: resultReadRetry}, nil
 	}
 	r.deleteJob(ctx, m, c)
-	revokeCredential(ctx, r.Client, m, c)
+	r.revoke(ctx, m, c)
 	if bad.unstamped {
 		setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, "result_unstamped: "+bad.Error())
 	}

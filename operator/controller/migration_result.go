@@ -328,7 +328,7 @@ func (r *MigrationReconciler) failed(ctx context.Context, m *v1alpha1.PtahMigrat
 		if err := r.writeClaim(ctx, m, next, retryAt); err != nil {
 			return reconcile.Result{}, err
 		}
-		revokeCredential(ctx, r.Client, m, c)
+		r.revoke(ctx, m, c)
 		return reconcile.Result{RequeueAfter: retryAt.Sub(r.clock())}, nil
 	}
 	if !f.quiet {
@@ -356,7 +356,7 @@ func (r *MigrationReconciler) finish(ctx context.Context, m *v1alpha1.PtahMigrat
 		return reconcile.Result{}, err
 	}
 	if c != nil {
-		revokeCredential(ctx, r.Client, m, c)
+		r.revoke(ctx, m, c)
 	}
 	r.prune(ctx, m)
 	if !at.IsZero() {
@@ -376,7 +376,7 @@ func (r *MigrationReconciler) applyInputs(ctx context.Context, m *v1alpha1.PtahM
 		}
 		if why != "" {
 			msg := fmt.Sprintf("the approval recorded for plan %s cannot be consumed (%s), so no Apply Job was created", migrationPlanRef(m), why)
-			revokeCredential(ctx, r.Client, m, c)
+			r.revoke(ctx, m, c)
 			m.Status.ActiveOperation = nil
 			m.Status.Phase = v1alpha1.PhaseAwaitingApproval
 			setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval, msg)
@@ -397,7 +397,7 @@ func (r *MigrationReconciler) applyInputs(ctx context.Context, m *v1alpha1.PtahM
 		return true, nil
 	}
 	why := fmt.Sprintf("PtahMigrationPlan %s is gone or no longer what status recorded", migrationPlanRef(m))
-	revokeCredential(ctx, r.Client, m, c)
+	r.revoke(ctx, m, c)
 	r.returnApproval(ctx, m, c)
 	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonPlanStale, why)
 	setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, why+", so no Apply Job was created")

@@ -151,7 +151,7 @@ func (r *MigrationReconciler) acknowledged(ctx context.Context, m *v1alpha1.Ptah
 	if c := m.Status.ActiveOperation; c != nil {
 		// A reading that was waiting for its retry: a fresh one follows.
 		r.deleteJob(ctx, m, c)
-		revokeCredential(ctx, r.Client, m, c)
+		r.revoke(ctx, m, c)
 		m.Status.ActiveOperation = nil
 	}
 	if err := r.settle(ctx, m, msg); err != nil {
