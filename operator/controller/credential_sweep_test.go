@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,4 +80,34 @@ func operationCredentials(t *testing.T, e *env) []string {
 		out = append(out, "rolebinding "+o.Name)
 	}
 	return out
+}
+
+// TestCredentialsARevocationFailedAreSweptWithoutARestart: the API server
+// does not take the revocation of the second operation's ServiceAccount (it
+// was restarting). The same manager sweeps it at the next prune; nothing is
+// left once the schema is in sync.
+func TestCredentialsARevocationFailedAreSweptWithoutARestart(t *testing.T) {
+	t.Parallel()
+	var deletes atomic.Int32
+	e := newEnv(t, func(o *envOption) {
+		o.reconcile = func(r *SchemaReconciler) {
+			r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
+				Delete: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.DeleteOption) error {
+					if _, ok := o.(*corev1.ServiceAccount); ok && deletes.Add(1) == 2 {
+						return fmt.Errorf("delete %s: the API server is restarting", o.GetName())
+					}
+					return c.Delete(ctx, o, opts...)
+				},
+			})
+		}
+	})
+	e.schema()
+	inSync(e)
+	if deletes.Load() < 3 {
+		t.Fatalf("%d ServiceAccount deletions: the failed one was never tried again", deletes.Load())
+	}
+	e.await("shop", "no operation active", converge, func(s *v1alpha1.PtahSchema) bool { return s.Status.ActiveOperation == nil })
+	if left := operationCredentials(t, e); len(left) > 0 {
+		t.Errorf("credentials of finished operations left behind: %v", left)
+	}
 }
