@@ -394,14 +394,20 @@ func (f *faultLab) publish(rev int, env *environment) string {
 		f.t.Fatal(err)
 	}
 	ref := fmt.Sprintf("oci://%s/storefront:faults-%d-%s", env.get("PTAH_OCI_REGISTRY"), rev, randomHex(3))
-	out, err := f.l.r.Run(f.ctx, run.Cmd{Name: f.ptah, Args: []string{"schema", "push", ref, "--schema-file", file, "--plain-http"},
-		Env: []string{"PTAH_OCI_REGISTRY=" + env.get("PTAH_OCI_REGISTRY"), "PTAH_OCI_USERNAME=" + env.get("PTAH_OCI_USERNAME"), "PTAH_OCI_PASSWORD=" + env.get("PTAH_OCI_PASSWORD")}})
+	return f.push(fmt.Sprintf("fault revision %d", rev), env, env.get("PTAH_OCI_REGISTRY"), "schema", "push", ref, "--schema-file", file, "--plain-http")
+}
+
+// push runs ptah with args against registry, with the lab's registry
+// credentials, and returns the digest it printed for what it published.
+func (f *faultLab) push(what string, env *environment, registry string, args ...string) string {
+	out, err := f.l.r.Run(f.ctx, run.Cmd{Name: f.ptah, Args: args,
+		Env: []string{"PTAH_OCI_REGISTRY=" + registry, "PTAH_OCI_USERNAME=" + env.get("PTAH_OCI_USERNAME"), "PTAH_OCI_PASSWORD=" + env.get("PTAH_OCI_PASSWORD")}})
 	if err != nil {
-		f.t.Fatalf("publish fault revision %d: %v", rev, err)
+		f.t.Fatalf("publish %s: %v", what, err)
 	}
 	d := digestInOutput.FindString(out)
 	if d == "" {
-		f.t.Fatalf("publish fault revision %d printed no digest: %q", rev, out)
+		f.t.Fatalf("publish %s printed no digest: %q", what, out)
 	}
 	return d
 }

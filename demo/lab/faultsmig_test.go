@@ -100,16 +100,7 @@ func (f *faultLab) publishMigrations(n int, env *environment) string {
 	}
 	registry := "127.0.0.1:" + port
 	ref := fmt.Sprintf("oci://%s/ledger:faults-%d-%s", registry, n, randomHex(3))
-	out, err := f.l.r.Run(f.ctx, run.Cmd{Name: f.ptah, Args: []string{"migrations", "push", ref, "--dir", dir, "--plain-http"},
-		Env: []string{"PTAH_OCI_REGISTRY=" + registry, "PTAH_OCI_USERNAME=" + env.get("PTAH_OCI_USERNAME"), "PTAH_OCI_PASSWORD=" + env.get("PTAH_OCI_PASSWORD")}})
-	if err != nil {
-		f.t.Fatalf("publish fault migrations %d: %v", n, err)
-	}
-	d := digestInOutput.FindString(out)
-	if d == "" {
-		f.t.Fatalf("publish fault migrations %d printed no digest: %q", n, out)
-	}
-	return d
+	return f.push(fmt.Sprintf("fault migrations %d", n), env, registry, "migrations", "push", ref, "--dir", dir, "--plain-http")
 }
 
 func (f *faultLab) migrationManifest(n int) string {
