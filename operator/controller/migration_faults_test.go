@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
@@ -31,24 +32,14 @@ import (
 func TestConnectionLostMidRunRecordsWhereTheRunBegan(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	db, err := sql.Open("pgx", shared.pg.SuperURL(e.db))
-	must(t, err)
-	defer db.Close()
 	ctx := context.Background()
-	gate, err := db.Conn(ctx)
-	must(t, err)
-	defer gate.Close()
-	_, err = gate.ExecContext(ctx, "SELECT pg_advisory_lock(7161, 1)")
-	must(t, err)
-	files := with(migrationsV1, "0002_orders.up.sql", "CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers (id));\n"+
-		"SET LOCAL lock_timeout = 0;\nSELECT pg_advisory_xact_lock(7161, 1);\n")
-	e.migration(pushMigrations(t, "lost-"+e.ns, files))
+	gate := gatedMigration(t, e, 1, "lost")
 
 	// The Apply's session waits at the gate inside version 2; it is cut.
 	deadline := time.Now().Add(converge)
 	for {
 		var n int
-		must(t, db.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock(7161, 1)%'").Scan(&n))
+		must(t, gate.QueryRowContext(ctx, "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock(7161, 1)%'").Scan(&n))
 		if n == 1 {
 			break
 		}
@@ -57,7 +48,7 @@ func TestConnectionLostMidRunRecordsWhereTheRunBegan(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	_, err = gate.ExecContext(ctx, "SELECT pg_advisory_unlock(7161, 1)")
+	_, err := gate.ExecContext(ctx, "SELECT pg_advisory_unlock(7161, 1)")
 	must(t, err)
 
 	m := e.awaitMigration("UnresolvedRun=True (RunOutcomeUnknown), the reading refusing the dirty history", converge, func(m *v1alpha1.PtahMigration) bool {
@@ -114,18 +105,8 @@ func TestResultDeliveredAcrossAnAPIServerOutage(t *testing.T) {
 	must(t, err)
 	rl := startRelay(t, u.Host)
 	e := newEnv(t, func(o *envOption) { o.kubelet.APIServer = rl.addr() })
-	db, err := sql.Open("pgx", shared.pg.SuperURL(e.db))
-	must(t, err)
-	defer db.Close()
 	ctx := context.Background()
-	gate, err := db.Conn(ctx)
-	must(t, err)
-	defer gate.Close()
-	_, err = gate.ExecContext(ctx, "SELECT pg_advisory_lock(7161, 2)")
-	must(t, err)
-	files := with(migrationsV1, "0002_orders.up.sql", "CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers (id));\n"+
-		"SET LOCAL lock_timeout = 0;\nSELECT pg_advisory_xact_lock(7161, 2);\n")
-	e.migration(pushMigrations(t, "outage-"+e.ns, files))
+	gate := gatedMigration(t, e, 2, "outage")
 	deadline := time.Now().Add(converge)
 	for e.query("SELECT count(*)::text FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%pg_advisory_xact_lock(7161, 2)%'") != "1" {
 		if time.Now().After(deadline) {
@@ -236,4 +217,24 @@ func (r *relay) dropped() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.drops
+}
+
+// gatedMigration holds advisory lock (7161, key) on a session of its own and
+// creates the migration of migrationsV1 whose version 2 waits for that lock
+// inside its transaction; the returned session releases it.
+func gatedMigration(t *testing.T, e *env, key int, name string) *sql.Conn {
+	t.Helper()
+	ctx := context.Background()
+	db, err := sql.Open("pgx", shared.pg.SuperURL(e.db))
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	gate, err := db.Conn(ctx)
+	must(t, err)
+	t.Cleanup(func() { gate.Close() })
+	_, err = gate.ExecContext(ctx, "SELECT pg_advisory_lock(7161, $1)", key)
+	must(t, err)
+	files := with(migrationsV1, "0002_orders.up.sql", fmt.Sprintf("CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers (id));\n"+
+		"SET LOCAL lock_timeout = 0;\nSELECT pg_advisory_xact_lock(7161, %d);\n", key))
+	e.migration(pushMigrations(t, name+"-"+e.ns, files))
+	return gate
 }
