@@ -2,6 +2,9 @@ package controller
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -83,5 +86,40 @@ func TestEventMigrationRunFinished(t *testing.T) {
 	}
 	if !slices.Contains(strings.Fields(e.query("SELECT string_agg(column_name, ' ') FROM information_schema.columns WHERE table_name = 'orders'")), "note") {
 		t.Errorf("version 4's column is missing")
+	}
+}
+
+// TestMigrationApprovedVersionsAppliedByHandAreUpToDate: a plan awaits its
+// approval while a person applies its versions with ptah by hand. The
+// approved Apply then finds nothing pending: MigrationRunFinished is Normal
+// and says UpToDate, nothing runs twice, and the resource converges.
+func TestMigrationApprovedVersionsAppliedByHandAreUpToDate(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.migration(pushMigrations(t, "byhand-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) { m.Spec.Policy.Apply = v1alpha1.ApplyOnApproval })
+	m := e.awaitMigration("ApprovalRequired=True", converge, migrationCondition(v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval))
+
+	dir := t.TempDir()
+	for n, s := range migrationsV1 {
+		must(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
+	}
+	for _, args := range [][]string{{"migrations", "hash", "--dir", dir}, {"migrations", "up", "--dir", dir, "--url", shared.pg.URL(e.db, e.password, e.db)}} {
+		if out, err := exec.Command(shared.ptah, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ptah %v by hand: %v\n%s", args, err, out)
+		}
+	}
+	must(t, bobClient(t).Create(context.Background(), &v1alpha1.PtahMigrationApproval{ObjectMeta: metav1.ObjectMeta{Name: "ok", Namespace: e.ns},
+		Spec: v1alpha1.PtahMigrationApprovalSpec{MigrationName: "shop", PlanName: m.Status.Plan.Name, PlanFingerprint: m.Status.Plan.Fingerprint}}))
+	ev := e.awaitMigrationEvent(v1alpha1.EventMigrationRunFinished, converge, nil)
+	assertEvent(t, ev, "shop")
+	if ev.Type != corev1.EventTypeNormal || !strings.Contains(ev.Message, "UpToDate: nothing was pending; the history is at version 3") {
+		t.Errorf("MigrationRunFinished of an approved run whose versions were applied by hand: %s %q", ev.Type, ev.Message)
+	}
+	migrated(e, 3)
+	if n := e.query("SELECT count(*)::text FROM audit"); n != "1" {
+		t.Errorf("migration 3 ran %s times", n)
+	}
+	if failed := e.migrationEvents(v1alpha1.EventOperationFailed); len(failed) != 0 {
+		t.Errorf("an Apply that found its versions applied failed: %q", failed)
 	}
 }

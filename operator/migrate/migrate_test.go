@@ -324,6 +324,16 @@ func TestMigrations(t *testing.T) {
 		if err != nil || r.Status != Applied {
 			t.Fatalf("approved run: %+v %v", r, err)
 		}
+		// The approved versions were applied since (by the run above, as by
+		// a person's up): a second run of the same approval runs nothing.
+		r, err = Up(ctx, db, read(t, dir), UpOptions{LockTimeout: time.Second, ExpectSequence: []int64{1, 2, 3}})
+		if err != nil || r.Status != UpToDate || len(r.AppliedNow) != 0 || r.Current != 3 {
+			t.Fatalf("the approved run again: %+v %v", r, err)
+		}
+		var rows int
+		if err := db.QueryRow("SELECT count(*) FROM ptah.migration_revisions").Scan(&rows); err != nil || rows != 3 {
+			t.Fatalf("%d history rows after the approved run again (%v), want 3", rows, err)
+		}
 	})
 }
 

@@ -136,6 +136,13 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 	if opts.To > 0 {
 		pending = slices.DeleteFunc(pending, func(m Migration) bool { return m.Version > opts.To })
 	}
+	// Nothing pending runs nothing, whatever was approved: the approved
+	// versions are in the history with the checksums checked above (someone
+	// applied them since the plan), and the run is UpToDate.
+	if len(pending) == 0 {
+		r.Status = UpToDate
+		return r, nil
+	}
 	if opts.ExpectSequence != nil {
 		got := make([]int64, len(pending))
 		for i, m := range pending {
@@ -144,10 +151,6 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 		if !slices.Equal(got, opts.ExpectSequence) {
 			return r, report.Errorf(report.SequenceMismatch, "the pending migrations are %s, not the approved %s; nothing was applied", joinVersions(got), joinVersions(opts.ExpectSequence))
 		}
-	}
-	if len(pending) == 0 {
-		r.Status = UpToDate
-		return r, nil
 	}
 	for _, m := range pending {
 		status, err := applyOne(ctx, conn, db.Target, m)
