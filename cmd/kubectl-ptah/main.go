@@ -18,6 +18,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -50,8 +51,33 @@ func main() {
 	}
 }
 
+var verbs = []string{"plan", "status", "events", "approve", "migration"}
+
+// valueFlags are the flags that take a value as the next argument.
+var valueFlags = []string{"-n", "--n", "-namespace", "--namespace", "-kubeconfig", "--kubeconfig", "-o", "--o", "-output", "--output", "-name", "--name"}
+
+// verbFirst moves the verb to the front, so flags may come before it as
+// kubectl users write them (kubectl ptah -n team status orders).
+func verbFirst(args []string) []string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return args
+		case slices.Contains(verbs, a):
+			return append(append([]string{a}, args[:i]...), args[i+1:]...)
+		case slices.Contains(valueFlags, a):
+			i++ // its value, which may spell a verb
+		case !strings.HasPrefix(a, "-"):
+			return args
+		}
+	}
+	return args
+}
+
 func run(args []string, stdout io.Writer) error {
-	if len(args) == 0 || !slices.Contains([]string{"plan", "status", "events", "approve", "migration"}, args[0]) {
+	args = verbFirst(args)
+	if len(args) == 0 || !slices.Contains(verbs, args[0]) {
 		return fmt.Errorf("want a verb: plan, status, events, approve or migration\n%s", usage)
 	}
 	verb := args[0]

@@ -41,6 +41,10 @@ func TestPluginReadsTheKubeconfigsCluster(t *testing.T) {
 		{[]string{"plan", "orders", "-n", "team", "-o", "sql"}, "-- safe: create table \"orders\"\nCREATE TABLE \"orders\" (\"id\" bigint);\n"},
 		{[]string{"plan", "--namespace=team", "--output", "text", "orders"}, "Statements:        1 (0 destructive)"},
 		{[]string{"status", "-n", "team", "orders"}, "Phase:                AwaitingApproval"},
+		// Flags before the verb, as kubectl users write them; a flag's value
+		// that spells a verb is not taken for one.
+		{[]string{"-n", "team", "status", "orders"}, "Phase:                AwaitingApproval"},
+		{[]string{"--namespace=team", "-o", "sql", "plan", "orders"}, "CREATE TABLE \"orders\" (\"id\" bigint);"},
 	} {
 		var out bytes.Buffer
 		if err := run(tc.args, &out); err != nil {
@@ -58,6 +62,7 @@ func TestPluginReadsTheKubeconfigsCluster(t *testing.T) {
 		{[]string{"plan", "-n", "team"}, "one PtahSchema name, got 0"},
 		{[]string{"status", "orders", "--applied"}, "flag provided but not defined: -applied"},
 		{[]string{"apply", "orders"}, "want a verb"},
+		{[]string{"-n", "status", "orders"}, "want a verb"},
 	} {
 		var out bytes.Buffer
 		if err := run(tc.args, &out); err == nil || !strings.Contains(err.Error(), tc.want) {
