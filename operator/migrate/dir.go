@@ -80,14 +80,22 @@ func sumOf(files map[string][]byte) []byte {
 	return []byte(body.String() + "total " + checksum([]byte(body.String())) + "\n")
 }
 
-// Hash writes dir's checksum file from its current SQL files.
+// Hash writes dir's checksum file from its current SQL files, once each
+// up-migration passes the checks Up makes before running it (prepare).
 func Hash(dir string) (*Dir, error) {
 	files, err := sqlFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parse(dir, files); err != nil {
+	d, err := parse(dir, files)
+	if err != nil {
 		return nil, err
+	}
+	// A file ptah would refuse to run is refused before it can be pushed.
+	for _, m := range d.Migrations {
+		if _, err := prepare(m); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, SumFile), sumOf(files), 0o644); err != nil {
 		return nil, report.Errorf(report.Usage, "write %s: %v", SumFile, err)
