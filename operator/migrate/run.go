@@ -159,6 +159,7 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 	// Every migration of the run is checked before the first one runs.
 	scripts, err := checkPending(pending)
 	if err != nil {
+		r.Status = Failed
 		return r, err
 	}
 	if len(pending) == 0 {
@@ -267,7 +268,10 @@ func applyAlone(ctx context.Context, conn *sql.Conn, target string, m Migration,
 		}
 		e := report.Errorf(code, "%s:%d: %s (SQLSTATE %s); %s ran outside a transaction, as PostgreSQL requires, and PostgreSQL rolled it back%s", m.path, line, pgErr.Message, pgErr.Code, s.stmt, hint)
 		if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), "DELETE FROM "+revisionTable+" WHERE version = $1 AND dirty", m.Version); cerr != nil {
-			return Unknown, e
+			// The session is gone (terminated, failed over): its row stays.
+			ce := database.StatementError(target, fmt.Sprintf("clear the started mark of migration %d", m.Version), cerr)
+			ce.Message = e.Message + "; then " + ce.Message + ", so its row stays dirty"
+			return Unknown, ce
 		}
 		return Failed, e
 	}
