@@ -718,7 +718,9 @@ func TestMigrationRefusalsHaveTheirOwnReasons(t *testing.T) {
 
 	e.query("WITH u AS (UPDATE ptah.migration_revisions SET dirty = false WHERE version = 3 RETURNING 1) SELECT count(*)::text FROM u")
 	half := with(next, "0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\nCOMMIT;\nDROP TABLE audit;\n")
-	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = pushUncheckedMigrations(t, "refusals3-"+e.ns, half) })
+	e.updateMigration(func(m *v1alpha1.PtahMigration) {
+		m.Spec.Migrations.OCIRef = pushUncheckedMigrations(t, "refusals3-"+e.ns, half)
+	})
 	m = e.awaitMigration("PlanReady=False (MigrationNotTransactional)", converge, migrationCondition(v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonMigrationNotTransactional))
 	if msg := conditionMessage(m, v1alpha1.ConditionReady); !holds(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMigrationNotTransactional) ||
 		!strings.Contains(msg, "0004_notes.up.sql:2") || !strings.Contains(msg, "remove the COMMIT at line 2") || m.Status.Plan != nil {
