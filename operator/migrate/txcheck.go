@@ -47,7 +47,10 @@ func prepare(m Migration) (script, error) {
 	if err != nil {
 		var pe *pgparser.Error
 		if errors.As(err, &pe) && pe.Cursorpos > 0 {
-			return script{}, report.Errorf(report.Parse, "%s:%d: %s (PostgreSQL's parser reads every pending migration before any runs)", m.path, lineAt(m.text, pe.Cursorpos-1), pe.Message)
+			// The cursor counts characters, not bytes.
+			r := []rune(m.text)
+			before := string(r[:min(pe.Cursorpos-1, len(r))])
+			return script{}, report.Errorf(report.Parse, "%s:%d: %s (PostgreSQL's parser reads every pending migration before any runs)", m.path, lineAt(before, len(before)), pe.Message)
 		}
 		return script{}, report.Errorf(report.Parse, "%s: %v (PostgreSQL's parser reads every pending migration before any runs)", m.path, err)
 	}

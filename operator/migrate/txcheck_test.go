@@ -341,3 +341,27 @@ func TestStatementsOutsideATransaction(t *testing.T) {
 		t.Fatalf("a cut build: %+v, history %q", r, history(t, db))
 	}
 }
+
+// TestHashNamesTheLineOfASyntaxError: a file PostgreSQL's parser cannot
+// read is refused at hash with its line, counted in characters past
+// multi-byte text.
+func TestHashNamesTheLineOfASyntaxError(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "0001_bad.up.sql"), []byte("-- déjà vu, naïve café: ünïcödé ✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓✓\nCREATE TABLE a (id int);\nCREATE TABLE b (id int,,);\n"), 0o644)
+	_, err := Hash(dir)
+	if e := wantCode(t, err, report.Parse); !strings.Contains(e.Message, "0001_bad.up.sql:3: syntax error") {
+		t.Fatalf("message: %s", e.Message)
+	}
+}
+
+// BenchmarkPrepare measures reading a migration with PostgreSQL's parser,
+// as status and up do for each pending file (the first call in a process
+// also compiles the parser's WebAssembly module).
+func BenchmarkPrepare(b *testing.B) {
+	m := Migration{path: "0001_b.up.sql", text: "BEGIN;\nCREATE TABLE a (id int);\nCREATE FUNCTION f() RETURNS void LANGUAGE plpgsql AS $$ BEGIN PERFORM 1; END $$;\nCOMMIT;\n"}
+	for b.Loop() {
+		if _, err := prepare(m); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
