@@ -736,4 +736,35 @@ func TestMigrationRefusalsHaveTheirOwnReasons(t *testing.T) {
 	if h, audit := e.history(), e.query("SELECT (to_regclass('public.audit') IS NOT NULL)::text"); h != "1 2 3" || audit != "true" {
 		t.Errorf("history %q, audit table %s: the refused migration ran", h, audit)
 	}
+
+	// An applied version without its file, then a pending one below the applied ones.
+	missing := map[string]string{}
+	for n, text := range next {
+		if n != "0002_orders.up.sql" {
+			missing[n] = text
+		}
+	}
+	for _, c := range []struct {
+		tag    string
+		files  map[string]string
+		reason string
+		says   string
+		before string
+	}{
+		{"refusals4-", missing, v1alpha1.ReasonAppliedMigrationMissing, "migration 2 (orders) was applied but has no file", ""},
+		{"refusals5-", with(next, "0005_more.up.sql", "CREATE TABLE more (id int);\n"), v1alpha1.ReasonMigrationOutOfOrder, "migration 2 (0002_orders.up.sql) is pending but older than the applied 3",
+			"WITH d AS (DELETE FROM ptah.migration_revisions WHERE version = 2 RETURNING 1) SELECT count(*)::text FROM d"},
+	} {
+		if c.before != "" {
+			e.query(c.before)
+		}
+		e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = pushMigrations(t, c.tag+e.ns, c.files) })
+		m = e.awaitMigration("Ready=False ("+c.reason+")", converge, migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, c.reason))
+		if msg := conditionMessage(m, v1alpha1.ConditionPlanReady); !holds(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, c.reason) || !strings.Contains(msg, c.says) {
+			t.Errorf("%s: PlanReady %q", c.reason, msg)
+		}
+	}
+	if applies := e.jobs("ptah-apply-shop-"); len(applies) != 1 || e.history() != "1 3" {
+		t.Errorf("Apply Jobs %v, history %q after the refusals", names(applies), e.history())
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -155,8 +156,8 @@ func parse(dir string, files map[string][]byte) (*Dir, error) {
 			continue
 		}
 		v, err := strconv.ParseInt(m[1], 10, 64)
-		if err != nil {
-			return nil, report.Errorf(report.Parse, "%s: version %s is out of range", name, m[1])
+		if err != nil || v < 1 { // versions start at 1, as PtahMigrationPlan's do
+			return nil, report.Errorf(report.Parse, "%s: version %s is out of range (1 to %d)", name, m[1], int64(math.MaxInt64))
 		}
 		if other, dup := seen[v]; dup {
 			return nil, report.Errorf(report.Parse, "%s and %s have the same version %d", other, name, v)

@@ -340,4 +340,8 @@ func TestReadDirRefusesBadNames(t *testing.T) {
 	wantCode(t, err, report.Parse)
 	_, err = ReadDir(t.TempDir())
 	wantCode(t, err, report.ChecksumMismatch)
+	zero := t.TempDir()
+	os.WriteFile(filepath.Join(zero, "0000_zero.up.sql"), []byte("SELECT 1;"), 0o644)
+	_, err = Hash(zero)
+	wantCode(t, err, report.Parse)
 }
