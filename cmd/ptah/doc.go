@@ -64,4 +64,45 @@
 // and every lock wait of the statements after it. migrations status
 // --lock-timeout reads the history under the same lock, so no run is in
 // progress while it reads; migrations up --to N stops at version N.
+//
+// # One migration, one transaction
+//
+// migrations up runs each version in its own transaction, with its history
+// row written in that transaction, so every migration file is read with
+// PostgreSQL's own parser (libpg_query, PostgreSQL 17's grammar, run as
+// WebAssembly so ptah stays one static binary) before anything runs:
+//
+//   - A file wrapped whole in one leading BEGIN (or START TRANSACTION,
+//     without options) and one trailing COMMIT (or END), as golang-migrate
+//     and Flyway users write them, runs as its body inside ptah's
+//     transaction; error lines stay those of the file.
+//   - Any other transaction control is refused, naming file, line and
+//     statement: COMMIT, END, ROLLBACK, ABORT, BEGIN, SAVEPOINT, RELEASE,
+//     ROLLBACK TO, PREPARE TRANSACTION, COMMIT/ROLLBACK PREPARED, SET
+//     TRANSACTION, SET SESSION CHARACTERISTICS and SET of the
+//     transaction_* and default_transaction_* settings (error code
+//     not_transactional). COMMIT inside a dollar-quoted function or DO body,
+//     a string or a comment is not a statement of the file and is accepted;
+//     CALL of a procedure that commits fails in PostgreSQL itself ("invalid
+//     transaction termination") and rolls back with the rest of the file.
+//   - A statement PostgreSQL refuses inside a transaction block (CREATE or
+//     DROP INDEX CONCURRENTLY, REINDEX CONCURRENTLY, DETACH PARTITION ...
+//     CONCURRENTLY, VACUUM, CREATE/DROP DATABASE or TABLESPACE, ALTER
+//     SYSTEM, subscriptions, DISCARD ALL) runs outside a transaction only as
+//     the single statement of its migration (Flyway's rule): the dirty
+//     history row is written first, the statement runs on its own, then the
+//     row is marked clean. If PostgreSQL refuses the statement, it rolled it
+//     back, the row is deleted and the version is Failed (a failed CREATE
+//     INDEX CONCURRENTLY can leave an INVALID index to drop before
+//     retrying); if the session is lost, the row stays dirty (Unknown). Mixed
+//     with any other statement, or inside a BEGIN ... COMMIT wrapper, it is
+//     refused: move it to a migration of its own.
+//   - A file the parser cannot read is refused with code parse.
+//
+// migrations hash refuses such a file, so it is never written into ptah.sum
+// nor pushed. status and up check every pending file again (a directory
+// hashed by hand or by an older ptah) and refuse the whole run before any
+// version runs, so an Apply never stops half way for a reason known in
+// advance; up --to N checks only the versions it would run. Applied files
+// are held only to their checksums, as before.
 package main

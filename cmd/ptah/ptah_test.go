@@ -3,16 +3,20 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"ptah.run/operator/acceptance/testenv"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"
+	"ptah.run/operator/operator/migrate"
 	"ptah.run/operator/operator/report"
 )
 
@@ -378,4 +382,73 @@ func TestMigrationCommands(t *testing.T) {
 	pg.Exec(t, "ledger", `UPDATE ptah.migration_revisions SET checksum = 'sha256:edited' WHERE version = 1`)
 	c.run("migrations", "status", "--dir", dir, "--json").want(t, 2, report.HistoryModified)
 	c.run("migrations", "up", "--dir", dir, "--json").want(t, 2, report.HistoryModified)
+}
+
+// TestMigrationsRefuseTransactionControl: a migration file that would
+// commit part of itself is refused by hash (so it cannot be pushed), and a
+// directory hashed by hand is refused by status and by up before any
+// pending version runs; a lone CREATE INDEX CONCURRENTLY is applied, mixed
+// with another statement it is refused.
+func TestMigrationsRefuseTransactionControl(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	dbURL := pg.CreateDatabase(t, "shop")
+	c := &cli{t: t, secrets: []string{mustPassword(t, dbURL)}}
+	t.Setenv(database.URLEnv, dbURL)
+	ctx := context.Background()
+	db, err := database.Open(ctx, dbURL, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tables := func() string {
+		var s string
+		if err := db.QueryRow(`SELECT coalesce(string_agg(table_name, ',' ORDER BY table_name), '') FROM information_schema.tables WHERE table_schema = 'public'`).Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+
+	dir := t.TempDir()
+	write(t, dir, "0001_items.up.sql", "CREATE TABLE items (id int, sku text);\n")
+	write(t, dir, "0002_half.up.sql", "CREATE TABLE half (id int);\nCOMMIT;\nDROP TABLE items;\n")
+	o := c.run("migrations", "hash", "--dir", dir, "--json").want(t, 2, report.NotTransactional)
+	if !strings.Contains(o.message(), "0002_half.up.sql:2") || !strings.Contains(o.message(), "remove the COMMIT at line 2, or split the file into two migrations") {
+		t.Fatalf("hash: %s", o.message())
+	}
+	c.run("migrations", "push", "oci://127.0.0.1:1/m:v1", "--dir", dir, "--json").want(t, 2, report.ChecksumMismatch)
+
+	// The checksum file an older ptah (or a person) would have written.
+	var sum strings.Builder
+	for _, n := range []string{"0001_items.up.sql", "0002_half.up.sql"} {
+		b, _ := os.ReadFile(filepath.Join(dir, n))
+		fmt.Fprintf(&sum, "sha256:%x  %s\n", sha256.Sum256(b), n)
+	}
+	write(t, dir, migrate.SumFile, sum.String()+fmt.Sprintf("total sha256:%x\n", sha256.Sum256([]byte(sum.String()))))
+	o = c.run("migrations", "status", "--dir", dir, "--json").want(t, 2, report.NotTransactional)
+	if !strings.Contains(o.message(), "migration 2 refused") {
+		t.Fatalf("status: %s", o.message())
+	}
+	o = c.run("migrations", "up", "--dir", dir, "--json").want(t, 2, report.NotTransactional)
+	var revisions int
+	if err := db.QueryRow(`SELECT count(*) FROM ptah.migration_revisions`).Scan(&revisions); err != nil {
+		t.Fatal(err)
+	}
+	if o.result()["status"] != "Failed" || tables() != "" || revisions != 0 {
+		t.Fatalf("up ran part of a refused run: tables %q, %d history rows\n%s", tables(), revisions, o.stdout)
+	}
+
+	dir = t.TempDir()
+	write(t, dir, "0001_items.up.sql", "BEGIN;\nCREATE TABLE items (id int, sku text);\nCOMMIT;\n")
+	write(t, dir, "0002_sku.up.sql", "CREATE INDEX CONCURRENTLY items_sku ON items (sku);\n")
+	c.run("migrations", "hash", "--dir", dir, "--json").want(t, 0, "")
+	o = c.run("migrations", "up", "--dir", dir, "--json").want(t, 0, "")
+	var valid bool
+	if err := db.QueryRow(`SELECT indisvalid FROM pg_index WHERE indexrelid = 'items_sku'::regclass`).Scan(&valid); err != nil || !valid || o.result()["current"] != float64(2) {
+		t.Fatalf("up: index valid %t (%v)\n%s", valid, err, o.stdout)
+	}
+	write(t, dir, "0003_more.up.sql", "ALTER TABLE items ADD COLUMN note text;\nCREATE INDEX CONCURRENTLY items_note ON items (note);\n")
+	o = c.run("migrations", "hash", "--dir", dir, "--json").want(t, 2, report.NotTransactional)
+	if !strings.Contains(o.message(), "0003_more.up.sql:2: CREATE INDEX CONCURRENTLY cannot run inside a transaction block") || !strings.Contains(o.message(), "move it to a migration of its own") {
+		t.Fatalf("hash of a mixed file: %s", o.message())
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -686,5 +687,84 @@ func TestMigrationDeletionWaitsForApply(t *testing.T) {
 	}
 	if d := e.migrationEvents(v1alpha1.EventUnresolvedRunDiscarded); len(d) != 0 {
 		t.Errorf("a run that delivered its record was reported discarded: %q", d)
+	}
+}
+
+// TestMigrationRefusalsHaveTheirOwnReasons: a history row left dirty reads
+// MigrationRunDirty, not AppliedMigrationModified, and an artifact holding a
+// migration that commits part of itself (pushed with a hand-written
+// checksum file) reads MigrationNotTransactional; neither plans nor applies.
+func TestMigrationRefusalsHaveTheirOwnReasons(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.migration(pushMigrations(t, "refusals-"+e.ns, migrationsV1))
+	migrated(e, 3)
+	e.query("WITH u AS (UPDATE ptah.migration_revisions SET dirty = true WHERE version = 3 RETURNING 1) SELECT count(*)::text FROM u")
+	next := with(migrationsV1, "0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\n")
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = pushMigrations(t, "refusals2-"+e.ns, next) })
+	m := e.awaitMigration("PlanReady=False (MigrationRunDirty)", converge, migrationCondition(v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonMigrationRunDirty))
+	for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionInSync, v1alpha1.ConditionStalled} {
+		want := metav1.ConditionFalse
+		if typ == v1alpha1.ConditionStalled {
+			want = metav1.ConditionTrue
+		}
+		if !holds(m, typ, want, v1alpha1.ReasonMigrationRunDirty) {
+			t.Errorf("%s is not %s (MigrationRunDirty): %+v", typ, want, m.Status.Conditions)
+		}
+	}
+	if msg := conditionMessage(m, v1alpha1.ConditionReady); !strings.Contains(msg, "migration 3 (audit) was started and never recorded as finished") || m.Status.Plan != nil {
+		t.Errorf("the dirty refusal: plan %+v, %q", m.Status.Plan, msg)
+	}
+
+	e.query("WITH u AS (UPDATE ptah.migration_revisions SET dirty = false WHERE version = 3 RETURNING 1) SELECT count(*)::text FROM u")
+	half := with(next, "0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\nCOMMIT;\nDROP TABLE audit;\n")
+	e.updateMigration(func(m *v1alpha1.PtahMigration) {
+		m.Spec.Migrations.OCIRef = pushUncheckedMigrations(t, "refusals3-"+e.ns, half)
+	})
+	m = e.awaitMigration("PlanReady=False (MigrationNotTransactional)", converge, migrationCondition(v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonMigrationNotTransactional))
+	if msg := conditionMessage(m, v1alpha1.ConditionReady); !holds(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonMigrationNotTransactional) ||
+		!strings.Contains(msg, "0004_notes.up.sql:2") || !strings.Contains(msg, "remove the COMMIT at line 2") || m.Status.Plan != nil {
+		t.Errorf("the refusal: plan %+v, %q", m.Status.Plan, msg)
+	}
+	refused := e.awaitMigrationEvent(v1alpha1.EventOperationFailed, 5*time.Second, func(msg string) bool { return strings.Contains(msg, "not_transactional") })
+	if refused.Type != corev1.EventTypeWarning {
+		t.Errorf("OperationFailed is %s", refused.Type)
+	}
+	if applies := e.jobs("ptah-apply-shop-"); len(applies) != 1 {
+		t.Errorf("Apply Jobs %v after the refusals, want only the first run's", names(applies))
+	}
+	if h, audit := e.history(), e.query("SELECT (to_regclass('public.audit') IS NOT NULL)::text"); h != "1 2 3" || audit != "true" {
+		t.Errorf("history %q, audit table %s: the refused migration ran", h, audit)
+	}
+
+	// An applied version without its file, then a pending one below the applied ones.
+	missing := map[string]string{}
+	for n, text := range next {
+		if n != "0002_orders.up.sql" {
+			missing[n] = text
+		}
+	}
+	for _, c := range []struct {
+		tag    string
+		files  map[string]string
+		reason string
+		says   string
+		before string
+	}{
+		{"refusals4-", missing, v1alpha1.ReasonAppliedMigrationMissing, "migration 2 (orders) was applied but has no file", ""},
+		{"refusals5-", with(next, "0005_more.up.sql", "CREATE TABLE more (id int);\n"), v1alpha1.ReasonMigrationOutOfOrder, "migration 2 (0002_orders.up.sql) is pending but older than the applied 3",
+			"WITH d AS (DELETE FROM ptah.migration_revisions WHERE version = 2 RETURNING 1) SELECT count(*)::text FROM d"},
+	} {
+		if c.before != "" {
+			e.query(c.before)
+		}
+		e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = pushMigrations(t, c.tag+e.ns, c.files) })
+		m = e.awaitMigration("Ready=False ("+c.reason+")", converge, migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, c.reason))
+		if msg := conditionMessage(m, v1alpha1.ConditionPlanReady); !holds(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, c.reason) || !strings.Contains(msg, c.says) {
+			t.Errorf("%s: PlanReady %q", c.reason, msg)
+		}
+	}
+	if applies := e.jobs("ptah-apply-shop-"); len(applies) != 1 || e.history() != "1 3" {
+		t.Errorf("Apply Jobs %v, history %q after the refusals", names(applies), e.history())
 	}
 }

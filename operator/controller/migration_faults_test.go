@@ -53,7 +53,7 @@ func TestConnectionLostMidRunRecordsWhereTheRunBegan(t *testing.T) {
 
 	m := e.awaitMigration("UnresolvedRun=True (RunOutcomeUnknown), the reading refusing the dirty history", converge, func(m *v1alpha1.PtahMigration) bool {
 		return migrationCondition(v1alpha1.ConditionUnresolvedRun, metav1.ConditionTrue, v1alpha1.ReasonRunOutcomeUnknown)(m) &&
-			migrationCondition(v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified)(m) && m.Status.ActiveOperation == nil
+			migrationCondition(v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonMigrationRunDirty)(m) && m.Status.ActiveOperation == nil
 	})
 	u := m.Status.UnresolvedRun
 	if u == nil || u.FromVersion != 0 || versionList(u.Versions) != "1,2,3" || !strings.Contains(u.Reason, "outcome of version 2 unknown") {

@@ -158,7 +158,7 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 		childCode = child.Code
 	}
 	switch report.Code(childCode) {
-	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty:
+	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty, report.NotTransactional:
 		return r.historyRefused(ctx, m, c, child)
 	case report.LockTimeout:
 		if u := m.Status.UnresolvedRun; u != nil {
@@ -176,17 +176,31 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 	return r.failed(ctx, m, c, f)
 }
 
+// refusalReasons gives each refusal of a reading its condition reason.
+var refusalReasons = map[report.Code]string{
+	report.HistoryModified:  v1alpha1.ReasonAppliedMigrationModified,
+	report.HistoryMissing:   v1alpha1.ReasonAppliedMigrationMissing,
+	report.OutOfOrder:       v1alpha1.ReasonMigrationOutOfOrder,
+	report.Dirty:            v1alpha1.ReasonMigrationRunDirty,
+	report.NotTransactional: v1alpha1.ReasonMigrationNotTransactional,
+}
+
 // historyRefused stops at a history that does not describe a prefix of the
-// artifact: nothing is planned from it. The message names the version.
+// artifact, or at an artifact holding a migration ptah refuses to run:
+// nothing is planned from it. The message names the version.
 func (r *MigrationReconciler) historyRefused(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, child *v1alpha1.OperationError) (reconcile.Result, error) {
+	reason := refusalReasons[report.Code(child.Code)]
 	msg := fmt.Sprintf("the migration history refuses artifact %s, so nothing is planned: %s", m.Status.Source.ResolvedDigest, child.Message)
+	if reason == v1alpha1.ReasonMigrationNotTransactional {
+		msg = fmt.Sprintf("artifact %s holds a migration ptah refuses to run, so nothing is planned: %s", m.Status.Source.ResolvedDigest, child.Message)
+	}
 	warning(r.Events, m, v1alpha1.EventOperationFailed, "Observe", "%s: %s", child.Code, msg)
 	m.Status.Plan = nil
 	m.Status.LastFailure = &v1alpha1.Failure{Code: child.Code, Message: child.Message, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
 	setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionTrue, v1alpha1.ReasonConnected, "the observe operation read the migration history")
-	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
-	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
-	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonAppliedMigrationModified, msg)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, reason, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, reason, msg)
 	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed, child.Code+": "+bound(child.Message, maxCause))
 	m.Status.Phase = v1alpha1.PhaseBlocked
 	return r.finish(ctx, m, c, "", 0, r.interval(m))
@@ -266,7 +280,8 @@ func (r *MigrationReconciler) applyFinished(ctx context.Context, m *v1alpha1.Pta
 	}
 	retry := true
 	if child != nil && (child.Code == string(report.SequenceMismatch) || child.Code == string(report.HistoryModified) ||
-		child.Code == string(report.HistoryMissing) || child.Code == string(report.OutOfOrder) || child.Code == string(report.Dirty)) {
+		child.Code == string(report.HistoryMissing) || child.Code == string(report.OutOfOrder) || child.Code == string(report.Dirty) ||
+		child.Code == string(report.NotTransactional)) {
 		retry = false // the plan no longer matches the history: read it again
 	}
 	f := failure{code: "migration_failed", message: said, detail: child}

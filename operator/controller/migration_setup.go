@@ -7,6 +7,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -145,6 +146,9 @@ func migrationHealth(m *v1alpha1.PtahMigration) {
 		reconciling, why = v1alpha1.ReasonProgressing, fmt.Sprintf("%s operation %s", m.Status.ActiveOperation.Type, m.Status.ActiveOperation.JobName)
 	case m.Status.Phase == v1alpha1.PhaseBlocked:
 		stalled = v1alpha1.ReasonAppliedMigrationModified
+		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionPlanReady); c != nil && c.Status == metav1.ConditionFalse {
+			stalled = c.Reason // the refusal that blocks: which history or file
+		}
 	case m.Status.Phase == v1alpha1.PhaseAwaitingApproval:
 		stalled = v1alpha1.ReasonAwaitingApproval
 	case m.Status.Phase == v1alpha1.PhaseReadyToApply:

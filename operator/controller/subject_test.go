@@ -2,8 +2,11 @@ package controller
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,6 +28,19 @@ import (
 // ptah and returns its digest-pinned reference.
 func pushMigrations(t *testing.T, tag string, files map[string]string) string {
 	t.Helper()
+	return pushMigrationFiles(t, tag, files, true)
+}
+
+// pushUncheckedMigrations pushes files whose checksum file was written by
+// hand, without the checks of ptah migrations hash, as an older ptah or a
+// person would have.
+func pushUncheckedMigrations(t *testing.T, tag string, files map[string]string) string {
+	t.Helper()
+	return pushMigrationFiles(t, tag, files, false)
+}
+
+func pushMigrationFiles(t *testing.T, tag string, files map[string]string, hash bool) string {
+	t.Helper()
 	dir := t.TempDir()
 	for n, s := range files {
 		must(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
@@ -39,7 +55,16 @@ func pushMigrations(t *testing.T, tag string, files map[string]string) string {
 		}
 		return out
 	}
-	ptah("migrations", "hash", "--dir", dir)
+	if hash {
+		ptah("migrations", "hash", "--dir", dir)
+	} else {
+		names := slices.Sorted(maps.Keys(files))
+		var sum strings.Builder
+		for _, n := range names {
+			fmt.Fprintf(&sum, "sha256:%x  %s\n", sha256.Sum256([]byte(files[n])), n)
+		}
+		must(t, os.WriteFile(filepath.Join(dir, "ptah.sum"), []byte(sum.String()+fmt.Sprintf("total sha256:%x\n", sha256.Sum256([]byte(sum.String())))), 0o644))
+	}
 	var doc struct {
 		Result struct {
 			Reference string `json:"reference"`

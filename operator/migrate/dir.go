@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -80,14 +81,22 @@ func sumOf(files map[string][]byte) []byte {
 	return []byte(body.String() + "total " + checksum([]byte(body.String())) + "\n")
 }
 
-// Hash writes dir's checksum file from its current SQL files.
+// Hash writes dir's checksum file from its current SQL files, once each
+// up-migration passes the checks Up makes before running it (prepare).
 func Hash(dir string) (*Dir, error) {
 	files, err := sqlFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := parse(dir, files); err != nil {
+	d, err := parse(dir, files)
+	if err != nil {
 		return nil, err
+	}
+	// A file ptah would refuse to run is refused before it can be pushed.
+	for _, m := range d.Migrations {
+		if _, err := prepare(m); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, SumFile), sumOf(files), 0o644); err != nil {
 		return nil, report.Errorf(report.Usage, "write %s: %v", SumFile, err)
@@ -147,8 +156,8 @@ func parse(dir string, files map[string][]byte) (*Dir, error) {
 			continue
 		}
 		v, err := strconv.ParseInt(m[1], 10, 64)
-		if err != nil {
-			return nil, report.Errorf(report.Parse, "%s: version %s is out of range", name, m[1])
+		if err != nil || v < 1 { // versions start at 1, as PtahMigrationPlan's do
+			return nil, report.Errorf(report.Parse, "%s: version %s is out of range (1 to %d)", name, m[1], int64(math.MaxInt64))
 		}
 		if other, dup := seen[v]; dup {
 			return nil, report.Errorf(report.Parse, "%s and %s have the same version %d", other, name, v)

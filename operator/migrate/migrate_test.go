@@ -217,13 +217,19 @@ func TestMigrations(t *testing.T) {
 			t.Fatalf("the failed migration left changes: note columns %d, tables %s", notes, tables(t, db))
 		}
 		os.WriteFile(filepath.Join(dir, "0000000003_broken.up.sql"), []byte("ALTER TABLE orders ADD COLUMN note text;\nALTER TABLE orders ADD COLUMN oops int,,;\n"), 0o644)
-		Hash(dir)
+		// PostgreSQL's parser refuses the syntax error at hash already, and
+		// at up (a checksum file written by hand) before anything runs.
+		_, err = Hash(dir)
+		if e := wantCode(t, err, report.Parse); !strings.Contains(e.Message, "0000000003_broken.up.sql:2") {
+			t.Fatalf("hash: syntax error message: %s", e.Message)
+		}
+		writeSum(t, dir)
 		r, err = Up(ctx, db, read(t, dir), UpOptions{LockTimeout: time.Second})
 		if e := wantCode(t, err, report.Parse); !strings.Contains(e.Message, "0000000003_broken.up.sql:2") {
 			t.Fatalf("syntax error message: %s", e.Message)
 		}
 		// Nothing committed in this run: Failed, and the history is clean for a fixed retry.
-		if r.Status != Failed || len(r.AppliedNow) != 0 {
+		if r.Status != Failed || len(r.AppliedNow) != 0 || len(r.History) != 2 {
 			t.Fatalf("retry report: %+v", r)
 		}
 		os.WriteFile(filepath.Join(dir, "0000000003_broken.up.sql"), []byte("ALTER TABLE orders ADD COLUMN note text;\n"), 0o644)
@@ -344,4 +350,8 @@ func TestReadDirRefusesBadNames(t *testing.T) {
 	wantCode(t, err, report.Parse)
 	_, err = ReadDir(t.TempDir())
 	wantCode(t, err, report.ChecksumMismatch)
+	zero := t.TempDir()
+	os.WriteFile(filepath.Join(zero, "0000_zero.up.sql"), []byte("SELECT 1;"), 0o644)
+	_, err = Hash(zero)
+	wantCode(t, err, report.Parse)
 }

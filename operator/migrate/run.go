@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 )
@@ -87,8 +89,13 @@ func StatusLocked(ctx context.Context, db *database.DB, dir *Dir, lockTimeout ti
 	if err := checkHistory(dir, history, pending); err != nil {
 		return r, err
 	}
+	// Applied files are held to their checksums; pending ones to what Up
+	// would refuse, so that a plan is never made of a run refused later.
 	if len(pending) > 0 {
 		r.Status = Pending
+	}
+	if _, err := checkPending(pending); err != nil {
+		return r, err
 	}
 	return r, nil
 }
@@ -105,8 +112,12 @@ type UpOptions struct {
 }
 
 // Up applies the pending migrations of dir in order, each in its own
-// transaction, under the ptah writer lock. The report is returned with the
-// error too, saying exactly which versions were committed.
+// transaction, under the ptah writer lock. A migration that is a single
+// statement PostgreSQL refuses in a transaction block (CREATE INDEX
+// CONCURRENTLY, VACUUM, ...) runs on its own instead. Every pending
+// migration is checked before the first runs, and any refusal refuses the
+// whole run. The report is returned with the error too, saying exactly
+// which versions were committed.
 func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -152,8 +163,14 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 			return r, report.Errorf(report.SequenceMismatch, "the pending migrations are %s, not the approved %s; nothing was applied", joinVersions(got), joinVersions(opts.ExpectSequence))
 		}
 	}
-	for _, m := range pending {
-		status, err := applyOne(ctx, conn, db.Target, m)
+	// Every migration of the run is checked before the first one runs.
+	scripts, err := checkPending(pending)
+	if err != nil {
+		r.Status = Failed
+		return r, err
+	}
+	for i, m := range pending {
+		status, err := applyOne(ctx, conn, db.Target, m, scripts[i])
 		if err == nil {
 			r.AppliedNow = append(r.AppliedNow, Version{m.Version, m.Name})
 			r.Pending = r.Pending[1:]
@@ -182,10 +199,14 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 // applyOne marks m dirty, runs it and its revision update in one
 // transaction, and clears the mark if it failed. A dirty row left behind
 // means the process died between the two, and whether m took effect is
-// for a person to find out.
-func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration) (string, error) {
+// for a person to find out. A migration that is one statement PostgreSQL
+// refuses in a transaction block runs on its own instead (applyAlone).
+func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration, s script) (string, error) {
 	if _, err := conn.ExecContext(ctx, "INSERT INTO "+revisionTable+" (version, name, checksum, dirty) VALUES ($1, $2, $3, true)", m.Version, m.Name, m.Checksum); err != nil {
 		return Failed, database.StatementError(target, fmt.Sprintf("record migration %d as started", m.Version), err)
+	}
+	if s.mode == alone {
+		return applyAlone(ctx, conn, target, m, s)
 	}
 	err := func() error {
 		tx, err := conn.BeginTx(ctx, nil)
@@ -197,7 +218,7 @@ func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration) (
 			_, err := tx.ExecContext(ctx, q)
 			return err
 		}
-		if err := database.ExecScript(ctx, exec, target, m.path, m.text, report.Execution); err != nil {
+		if err := database.ExecScript(ctx, exec, target, m.path, s.text, report.Execution); err != nil {
 			e := report.AsError(err)
 			e.Message += "; its transaction was rolled back"
 			return e
@@ -222,6 +243,46 @@ func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration) (
 		return Unknown, err
 	}
 	return Failed, err
+}
+
+// applyAlone runs a migration whose single statement cannot run in a
+// transaction block, between its dirty row and the row's clearing. The
+// statement commits by itself or, when PostgreSQL refuses it, rolls back by
+// itself: then the row is deleted and the version is Failed. Only an answer
+// lost on the way (the statement may have finished) leaves the row dirty.
+func applyAlone(ctx context.Context, conn *sql.Conn, target string, m Migration, s script) (string, error) {
+	if _, err := conn.ExecContext(ctx, s.text); err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) {
+			return Unknown, database.StatementError(target, fmt.Sprintf("run %s (%s, outside a transaction)", m.path, s.stmt), err)
+		}
+		hint := ""
+		if s.stmt == "CREATE INDEX CONCURRENTLY" || s.stmt == "REINDEX CONCURRENTLY" {
+			hint = "; a failed concurrent build can leave an INVALID index behind (pg_index.indisvalid false): drop it before retrying"
+		}
+		line := lineAt(s.text, skipBlank(s.text, 0))
+		if pos := int(pgErr.Position); pos > 0 {
+			r := []rune(s.text)
+			line = lineAt(string(r[:min(pos-1, len(r))]), len(string(r[:min(pos-1, len(r))])))
+		}
+		code := report.Execution
+		if database.IsLockTimeout(err) {
+			code = report.LockTimeout
+		}
+		e := report.Errorf(code, "%s:%d: %s (SQLSTATE %s); %s ran outside a transaction, as PostgreSQL requires, and PostgreSQL rolled it back%s", m.path, line, pgErr.Message, pgErr.Code, s.stmt, hint)
+		if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), "DELETE FROM "+revisionTable+" WHERE version = $1 AND dirty", m.Version); cerr != nil {
+			// The session is gone (terminated, failed over): its row stays.
+			ce := database.StatementError(target, fmt.Sprintf("clear the started mark of migration %d", m.Version), cerr)
+			ce.Message = e.Message + "; then " + ce.Message + ", so its row stays dirty"
+			return Unknown, ce
+		}
+		return Failed, e
+	}
+	if _, err := conn.ExecContext(ctx, "UPDATE "+revisionTable+" SET dirty = false, applied_at = now() WHERE version = $1", m.Version); err != nil {
+		// The statement committed; its row says only that it started.
+		return Unknown, database.StatementError(target, fmt.Sprintf("record migration %d as applied after %s committed", m.Version, s.stmt), err)
+	}
+	return Applied, nil
 }
 
 // unknownOutcome marks a failed commit: the server may have committed.

@@ -80,6 +80,10 @@ const (
 	OutOfOrder Code = "out_of_order"
 	// Dirty: a migration was started and never recorded as finished.
 	Dirty Code = "dirty"
+	// NotTransactional: a migration file holds transaction control other than
+	// one BEGIN ... COMMIT around the whole file, or mixes a statement
+	// PostgreSQL runs only outside a transaction block with other statements.
+	NotTransactional Code = "not_transactional"
 	// ChecksumMismatch: the migration files do not match the directory's checksum file.
 	ChecksumMismatch Code = "checksum_mismatch"
 	// SequenceMismatch: the pending migrations differ from --expect-sequence.

@@ -107,10 +107,25 @@ const (
 	// UnresolvedRun=False: a reading of the history or an acknowledgment settled it.
 	ReasonRunSettled = "RunSettled"
 	// Ready=False, InSync=False, PlanReady=False on a PtahMigration: the
-	// history refuses the artifact (an applied version's file was edited or
-	// removed, or a pending one is numbered below an applied one); only a
-	// new artifact lifts it.
+	// history refuses the artifact, or the artifact holds a migration ptah
+	// refuses to run; nothing is planned. Each reason names one refusal.
+	//
+	// AppliedMigrationModified: an applied version's file no longer has the
+	// checksum it was applied with; only a new artifact lifts it.
 	ReasonAppliedMigrationModified = "AppliedMigrationModified"
+	// AppliedMigrationMissing: an applied version has no file in the artifact.
+	ReasonAppliedMigrationMissing = "AppliedMigrationMissing"
+	// MigrationOutOfOrder: a pending version is numbered below an applied one.
+	ReasonMigrationOutOfOrder = "MigrationOutOfOrder"
+	// MigrationRunDirty: a version was started and never recorded as
+	// finished (its history row is dirty); a person finds out whether it took
+	// effect and fixes or deletes the row.
+	ReasonMigrationRunDirty = "MigrationRunDirty"
+	// MigrationNotTransactional: a pending migration holds transaction
+	// control (other than one BEGIN ... COMMIT around the whole file), or
+	// mixes a statement PostgreSQL runs only outside a transaction block
+	// (CREATE INDEX CONCURRENTLY, ...) with other statements.
+	ReasonMigrationNotTransactional = "MigrationNotTransactional"
 )
 
 // Event reasons: every row of the Events reference (seed 000). EventReasons
