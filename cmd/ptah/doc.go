@@ -99,6 +99,15 @@
 //     refused: move it to a migration of its own.
 //   - A file the parser cannot read is refused with code parse.
 //
+// status and up start the parser only for a file holding a word that can
+// begin or mark such a statement (BEGIN, START, COMMIT, END, ROLLBACK,
+// ABORT, SAVEPOINT, RELEASE, PREPARE, CONCURRENTLY, REINDEX, VACUUM,
+// CLUSTER, DATABASE, TABLESPACE, SYSTEM, SUBSCRIPTION, DISCARD, in any case,
+// or "transaction" anywhere): the parser's first use costs a process about
+// 1 s and 250 MB, and plain DDL runs as written, a syntax error in it
+// reported by PostgreSQL inside the migration's transaction. hash reads
+// every file.
+//
 // migrations hash refuses such a file, so it is never written into ptah.sum
 // nor pushed. status and up check every pending file again (a directory
 // hashed by hand or by an older ptah) and refuse the whole run before any

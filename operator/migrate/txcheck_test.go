@@ -365,3 +365,46 @@ func BenchmarkPrepare(b *testing.B) {
 		}
 	}
 }
+
+// TestTheRunDecidesAsTheParser: status and up skip the parser for a text
+// without a word that can mark a refused or lone statement. On every form
+// the parser refuses or runs alone, in any case and next to comments and
+// punctuation, the run's check decides as the parser does; plain DDL is
+// not parsed at all, and runs as written.
+func TestTheRunDecidesAsTheParser(t *testing.T) {
+	forms := []string{
+		"CREATE TABLE a (id int);\ncommit;\n", "CREATE TABLE a (id int);/**/End;", "CREATE TABLE a (id int);\nRollBack;\n",
+		"CREATE TABLE a (id int);\nabort;\n", "CREATE TABLE a (id int);\nbegin;\n", "CREATE TABLE a (id int);\nstart transaction;\n",
+		"CREATE TABLE a (id int);\nSAVEPOINT s;\n", "CREATE TABLE a (id int);\nrelease ptah_script;\n",
+		"CREATE TABLE a (id int);\nPREPARE TRANSACTION 'x';\n", "CREATE TABLE a (id int);\nSET LOCAL transaction_isolation = 'serializable';\n",
+		"CREATE TABLE a (id int);\nSET \"default_transaction_read_only\" = on;\n",
+		"create index concurrently i on a (id)", "CREATE TABLE b (id int);\ndrop index concurrently i;\n", "REINDEX (CONCURRENTLY) TABLE a",
+		"REINDEX SYSTEM", "ALTER TABLE p DETACH PARTITION p1 CONCURRENTLY", "vacuum", "CLUSTER", "CREATE DATABASE x", "DROP DATABASE x",
+		"ALTER DATABASE x SET TABLESPACE t", "CREATE TABLESPACE t LOCATION '/x'", "DROP TABLESPACE t", "ALTER SYSTEM SET work_mem = '1MB'",
+		"DROP SUBSCRIPTION s", "DISCARD ALL",
+	}
+	for _, text := range forms {
+		m := Migration{Version: 1, File: "0001_x.up.sql", path: "0001_x.up.sql", text: text}
+		want, werr := prepare(m)
+		got, gerr := checkPending([]Migration{m})
+		if werr == nil && want.mode == inTransaction {
+			t.Errorf("%q: the parser neither refuses it nor runs it alone; the form is not one of these", text)
+			continue
+		}
+		switch {
+		case (werr == nil) != (gerr == nil):
+			t.Errorf("%q: the parser says %v, the run %v", text, werr, gerr)
+		case werr == nil && (got[0].mode != want.mode || got[0].text != want.text):
+			t.Errorf("%q: the parser runs it %+v, the run %+v", text, want, got[0])
+		}
+	}
+	for _, text := range []string{
+		"CREATE TABLE orders (id bigint PRIMARY KEY, committed_at timestamptz, started boolean);\n",
+		"ALTER TABLE orders ADD COLUMN note text; -- no special word here\nCREATE INDEX orders_note ON orders (note);\n",
+	} {
+		got, err := checkPending([]Migration{{Version: 1, File: "0001_x.up.sql", text: text}})
+		if err != nil || got[0].mode != inTransaction || got[0].text != text || special.MatchString(text) {
+			t.Errorf("%q: plain DDL is checked as %+v, %v", text, got, err)
+		}
+	}
+}
