@@ -170,7 +170,7 @@ func TestLabUpAndDown(t *testing.T) {
 	}
 	// The fault subset CI runs, on this lab rather than a second one.
 	start = time.Now()
-	results := runFaultTable(t, l, ctx, ciFaultRows(), nil)
+	results := runFaultTable(t, l, ctx, ciFaultRows(), ciMigrationRows())
 	t.Logf("fault subset, %d rows, in %s:\n%s", len(results), time.Since(start).Round(time.Second), faultTable(results, l.commit(ctx)))
 	creds, err := l.loadCredentials()
 	if err != nil || creds == nil {

@@ -200,6 +200,14 @@ func ciFaultRows() []faultRow {
 	}
 }
 
+// ciMigrationRows are the PtahMigration faults `make test` runs after
+// ciFaultRows: the operation Pod deleted mid-run, which ends in an
+// unresolved run a person acknowledges (the path migration-uncertain-run
+// records), on a real kubelet.
+func ciMigrationRows() []migrationRow {
+	return []migrationRow{{opPodDeleted}}
+}
+
 func allFaultRows() []faultRow {
 	return []faultRow{
 		{managerKilled, applyLockWait},
