@@ -1,0 +1,336 @@
+package controller
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// What a reviewer with cases of their own would try against PtahMigration:
+// approvals that must not apply, targets that do not exist, annotations a
+// user forged, failures that must not loop. Each runs the real runner and
+// ptah against PostgreSQL through the envtest API server.
+
+// approveAs creates bob's approval name of the migration's plan (name,
+// fingerprint), through the admission policies.
+func approveAs(t *testing.T, e *env, name string, plan *v1alpha1.MigrationPlanSummary) {
+	t.Helper()
+	a := &v1alpha1.PtahMigrationApproval{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+		Spec: v1alpha1.PtahMigrationApprovalSpec{MigrationName: "shop", PlanName: plan.Name, PlanFingerprint: plan.Fingerprint}}
+	must(t, bobClient(t).Create(context.Background(), a))
+	if a.ApprovedBy == nil || a.ApprovedBy.Username != "bob" {
+		t.Fatalf("admission did not stamp bob on approval %s: %+v", name, a.ApprovedBy)
+	}
+}
+
+func consumedBy(t *testing.T, e *env, approval string) string {
+	t.Helper()
+	var a v1alpha1.PtahMigrationApproval
+	must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: approval}, &a))
+	return a.Annotations[AnnotationConsumedBy]
+}
+
+// reread edits the interval, which makes the migration read its history
+// again from Resolve, and waits for that generation's reading to settle
+// with ok.
+func reread(e *env, interval time.Duration, what string, ok func(*v1alpha1.PtahMigration) bool) *v1alpha1.PtahMigration {
+	e.t.Helper()
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Interval = &metav1.Duration{Duration: interval} })
+	return e.awaitMigration(what+" at the edited generation", converge, func(m *v1alpha1.PtahMigration) bool {
+		return m.Status.ObservedGeneration == m.Generation && m.Status.ActiveOperation == nil && ok(m)
+	})
+}
+
+// TestMigrationNeverAppliesWhateverIsApproved: under policy.apply Never a
+// plan is published and nothing is applied, even with a stamped approval
+// made by hand for that very plan, through a fresh reading of the history.
+func TestMigrationNeverAppliesWhateverIsApproved(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.migration(pushMigrations(t, "never-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) { m.Spec.Policy.Apply = v1alpha1.ApplyNever })
+	blocked := migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked)
+	m := e.awaitMigration("Ready=False (PolicyBlocked)", converge, blocked)
+	if m.Status.Phase != v1alpha1.PhaseReadyToApply || m.Status.Plan == nil || versionList(m.Status.Plan.Versions) != "1,2,3" {
+		t.Fatalf("under Never: phase %s, plan %+v", m.Status.Phase, m.Status.Plan)
+	}
+	approveAs(t, e, "by-hand", m.Status.Plan)
+	time.Sleep(2 * time.Second) // the approval's watch wakes the migration
+	m = reread(e, 40*time.Second, "Ready=False (PolicyBlocked)", blocked)
+	if !conditionIs(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired) {
+		t.Errorf("under Never an approval is asked for: %s", conditions(m))
+	}
+	if applies := e.jobs("ptah-apply-"); len(applies) != 0 {
+		t.Errorf("Apply Jobs %v under Never", names(applies))
+	}
+	if h := e.history(); h != "" {
+		t.Errorf("history %q under Never", h)
+	}
+	if by := consumedBy(t, e, "by-hand"); by != "" {
+		t.Errorf("the approval was consumed under Never by %s", by)
+	}
+	if ev := e.migrationEvents(v1alpha1.EventMigrationRunFinished); len(ev) != 0 {
+		t.Errorf("MigrationRunFinished under Never: %q", ev)
+	}
+}
+
+// TestMigrationStaleApprovalIsRefused: a plan is approved after the
+// database moved on (version 1 applied by hand), so its Apply is refused
+// before it runs anything; the approval, consumed, does not approve the
+// next plan; an approval of that plan given after the artifact changed
+// applies nothing; only an approval of the current plan applies, its
+// exact versions, once.
+func TestMigrationStaleApprovalIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	dir := t.TempDir()
+	for n, s := range migrationsV1 {
+		must(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
+	}
+	e.migration(pushMigrations(t, "stale-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) { m.Spec.Policy.Apply = v1alpha1.ApplyOnApproval })
+	awaiting := migrationCondition(v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval)
+	first := e.awaitMigration("ApprovalRequired=True", converge, awaiting).Status.Plan
+
+	// The database moves on: someone applies version 1 with ptah by hand.
+	for _, args := range [][]string{{"migrations", "hash", "--dir", dir}, {"migrations", "up", "--dir", dir, "--to", "1", "--url", shared.pg.URL(e.db, e.password, e.db)}} {
+		if out, err := exec.Command(shared.ptah, args...).CombinedOutput(); err != nil {
+			t.Fatalf("ptah %s: %v\n%s", args[1], err, out)
+		}
+	}
+	if h := e.history(); h != "1" {
+		t.Fatalf("history %q after applying version 1 by hand", h)
+	}
+	approveAs(t, e, "first", first)
+	second := e.awaitMigration("a new plan over version 1 awaiting approval", converge, func(m *v1alpha1.PtahMigration) bool {
+		return awaiting(m) && m.Status.Plan != nil && m.Status.Plan.Name != first.Name && m.Status.ActiveOperation == nil
+	}).Status.Plan
+	if versionList(second.Versions) != "2,3" {
+		t.Errorf("the plan after the database moved on applies %s, want 2,3", versionList(second.Versions))
+	}
+	if h := e.history(); h != "1" {
+		t.Fatalf("the stale approval applied something: history %q", h)
+	}
+	refused := e.migrationEvents(v1alpha1.EventMigrationRunFinished)
+	if len(refused) != 1 || !strings.HasPrefix(refused[0], corev1.EventTypeWarning) || !strings.Contains(refused[0], "nothing was applied") {
+		t.Errorf("the stale plan's Apply: MigrationRunFinished %q, want one Warning saying nothing was applied", refused)
+	}
+	if consumedBy(t, e, "first") == "" {
+		t.Errorf("the stale plan's approval was handed back, so it could be consumed again")
+	}
+
+	// The artifact changes before the second plan is approved.
+	files := with(migrationsV1, "0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\n")
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = pushMigrations(t, "stale2-"+e.ns, files) })
+	third := e.awaitMigration("the plan of the new artifact awaiting approval", converge, func(m *v1alpha1.PtahMigration) bool {
+		return awaiting(m) && m.Status.ObservedGeneration == m.Generation && m.Status.Plan != nil && m.Status.Plan.Name != second.Name && m.Status.ActiveOperation == nil
+	}).Status.Plan
+	approveAs(t, e, "second", second)
+	time.Sleep(3 * time.Second) // the approval's watch wakes the migration
+	if h, applies := e.history(), e.jobs("ptah-apply-shop-"); h != "1" || len(applies) != 1 {
+		t.Fatalf("an approval of the plan before the artifact changed: history %q, Apply Jobs %v", h, names(applies))
+	}
+	if by := consumedBy(t, e, "second"); by != "" {
+		t.Errorf("an approval of a stale plan was consumed by %s", by)
+	}
+	approveAs(t, e, "third", third)
+	migrated(e, 4)
+	if h, n := e.history(), e.query("SELECT count(*)::text FROM audit"); h != "1 2 3 4" || n != "1" {
+		t.Errorf("history %q, migration 3 ran %s times", h, n)
+	}
+	if applies := e.jobs("ptah-apply-shop-"); len(applies) != 2 {
+		t.Errorf("Apply Jobs %v, want the refused one and the approved one", names(applies))
+	}
+	finished := e.migrationEvents(v1alpha1.EventMigrationRunFinished)
+	if len(finished) != 2 || !slices.ContainsFunc(finished, func(s string) bool {
+		return strings.Contains(s, "Applied: versions 2,3,4 committed, from version 1 to 4")
+	}) {
+		t.Errorf("MigrationRunFinished %q, want the refusal and then versions 2,3,4", finished)
+	}
+}
+
+// TestMigrationTargetVersion: a named target that is not a version of the
+// artifact is refused by name and applies nothing; a named one that is
+// applies up to it; moving it up applies only the new ones; a target below
+// the applied version applies nothing and says so.
+func TestMigrationTargetVersion(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	gapped := map[string]string{
+		"0001_customers.up.sql": migrationsV1["0001_customers.up.sql"],
+		"0002_orders.up.sql":    migrationsV1["0002_orders.up.sql"],
+		"0005_audit.up.sql":     migrationsV1["0003_audit.up.sql"],
+	}
+	e.migration(pushMigrations(t, "target-"+e.ns, gapped), func(m *v1alpha1.PtahMigration) { m.Spec.TargetVersion = "4" })
+	missing := func(version string) func(*v1alpha1.PtahMigration) bool {
+		return func(m *v1alpha1.PtahMigration) bool {
+			return migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError)(m) &&
+				strings.Contains(conditionMessage(m, v1alpha1.ConditionReady), "targetVersion "+version+" is not a version of")
+		}
+	}
+	m := e.awaitMigration("Ready=False (ConfigurationError) naming target 4", converge, missing("4"))
+	if m.Status.Plan != nil || conditionIs(m, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) ||
+		!conditionIs(m, v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError) {
+		t.Errorf("a missing target: plan %+v, %s", m.Status.Plan, conditions(m))
+	}
+	if h, applies := e.history(), e.jobs("ptah-apply-"); h != "" || len(applies) != 0 {
+		t.Errorf("a missing target applied: history %q, Apply Jobs %v", h, names(applies))
+	}
+
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.TargetVersion = "2" })
+	migrated(e, 2)
+	if h := e.history(); h != "1 2" {
+		t.Errorf("history %q under target 2", h)
+	}
+	// Above the applied version, still not in the artifact.
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.TargetVersion = "3" })
+	e.awaitMigration("Ready=False (ConfigurationError) naming target 3", converge, missing("3"))
+	if h := e.history(); h != "1 2" {
+		t.Errorf("history %q under the missing target 3", h)
+	}
+
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.TargetVersion = v1alpha1.TargetVersionLatest })
+	migrated(e, 5)
+	e.awaitMigrationEvent(v1alpha1.EventMigrationRunFinished, 10*time.Second, func(msg string) bool {
+		return strings.Contains(msg, "Applied: versions 5 committed, from version 2 to 5")
+	})
+	if h, n := e.history(), e.query("SELECT count(*)::text FROM audit"); h != "1 2 5" || n != "1" {
+		t.Errorf("history %q, migration 5 ran %s times", h, n)
+	}
+
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.TargetVersion = "1" })
+	m = e.awaitMigration("the reading of target 1", converge, func(m *v1alpha1.PtahMigration) bool {
+		return m.Status.ObservedGeneration == m.Generation && m.Status.ActiveOperation == nil && m.Status.Phase == v1alpha1.PhaseInSync &&
+			strings.Contains(conditionMessage(m, v1alpha1.ConditionInSync), "above target 1")
+	})
+	if msg := conditionMessage(m, v1alpha1.ConditionInSync); !strings.Contains(msg, "version 5 is applied, above target 1") || !strings.Contains(msg, "nothing is applied") {
+		t.Errorf("a target below the applied version says %q", msg)
+	}
+	if h, applies := e.history(), e.jobs("ptah-apply-shop-"); h != "1 2 5" || len(applies) != 2 {
+		t.Errorf("a target below the applied version: history %q, Apply Jobs %v", h, names(applies))
+	}
+}
+
+// TestMigrationForgedUnresolvedRunAnnotation: a user writes the
+// unresolved-run annotation by hand, as garbage, as a run the API server's
+// schema refuses, and as a run that looks real. None makes the migration
+// stop reconciling, none applies anything twice, and a run that looks real
+// is settled by the next reading.
+func TestMigrationForgedUnresolvedRunAnnotation(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.migration(pushMigrations(t, "forged-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) {
+		m.Annotations = map[string]string{AnnotationUnresolvedRun: `{"operation":"forged"}`}
+	})
+	migrated(e, 3)
+	if ev := e.migrationEvents(v1alpha1.EventUnresolvedRunRestored); len(ev) != 0 {
+		t.Errorf("a run the schema refuses was restored: %q", ev)
+	}
+	for _, forged := range []string{"not json at all", `{"operation":"` + strings.Repeat("x", 300) + `","attempt":1,"reason":"r"}`} {
+		e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Annotations[AnnotationUnresolvedRun] = forged })
+		m := reread(e, 30*time.Second+time.Duration(len(forged))*time.Millisecond, "InSync=True (ScopedConverged)",
+			migrationCondition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+		if m.Status.UnresolvedRun != nil {
+			t.Errorf("annotation %.40q restored a run: %+v", forged, m.Status.UnresolvedRun)
+		}
+	}
+	// A run that looks real: restored, then settled by the reading, which
+	// finds its versions applied; nothing runs twice.
+	e.updateMigration(func(m *v1alpha1.PtahMigration) {
+		m.Annotations[AnnotationUnresolvedRun] = `{"operation":"forged-2","jobName":"ptah-apply-shop-forged","attempt":1,"fromVersion":0,"versions":[1,2,3],"reason":"made up","database":"Secret shop-db key url"}`
+	})
+	m := reread(e, 45*time.Second, "the forged run settled", func(m *v1alpha1.PtahMigration) bool {
+		return migrationCondition(v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled)(m) &&
+			migrationCondition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged)(m)
+	})
+	if m.Status.UnresolvedRun != nil || m.Annotations[AnnotationUnresolvedRun] != "" {
+		t.Errorf("the forged run outlived the reading: %+v, annotation %q", m.Status.UnresolvedRun, m.Annotations[AnnotationUnresolvedRun])
+	}
+	if h, n, applies := e.history(), e.query("SELECT count(*)::text FROM audit"), e.jobs("ptah-apply-shop-"); h != "1 2 3" || n != "1" || len(applies) != 1 {
+		t.Errorf("history %q, migration 3 ran %s times, Apply Jobs %v", h, n, names(applies))
+	}
+}
+
+// TestMigrationRetriesStopAtTheBound: a migration that fails is tried
+// again with OperationRetried naming each attempt, up to the bound, then
+// OperationFailed, and no further attempt is made before the interval; an
+// artifact that fixes it converges.
+func TestMigrationRetriesStopAtTheBound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	broken := with(migrationsV1, "0001_customers.up.sql", "CREATE TABLE customers (id bigint PRIMARY KEY);\nSELECT 1/0;\n")
+	e.migration(pushMigrations(t, "bound-"+e.ns, broken))
+	failed := e.awaitMigrationEvent(v1alpha1.EventOperationFailed, converge, func(msg string) bool { return strings.Contains(msg, "attempt 3 of 3") })
+	assertEvent(t, failed, "shop")
+	retried := e.migrationEvents(v1alpha1.EventOperationRetried)
+	said := func(want string) bool {
+		return slices.ContainsFunc(retried, func(s string) bool { return strings.Contains(s, want) })
+	}
+	if len(retried) != 2 || !said("attempt 1 of 3 of the Apply operation failed, attempt 2 follows") ||
+		!said("attempt 2 of 3 of the Apply operation failed, attempt 3 follows") {
+		t.Errorf("OperationRetried %q, want attempts 1 and 2 of 3 of the Apply", retried)
+	}
+	time.Sleep(15 * time.Second) // longer than the failure retry interval
+	if applies := e.jobs("ptah-apply-shop-"); len(applies) != 3 {
+		t.Errorf("Apply Jobs %v, want the three attempts and no more before the interval", names(applies))
+	}
+	m := e.getMigration()
+	if m.Status.ActiveOperation != nil || m.Status.Phase != v1alpha1.PhaseFailed || m.Status.LastFailure == nil ||
+		!strings.Contains(m.Status.LastFailure.Message, "version 1 failed") || e.history() != "" {
+		t.Errorf("past the bound: phase %s, active %+v, lastFailure %+v, history %q", m.Status.Phase, m.Status.ActiveOperation, m.Status.LastFailure, e.history())
+	}
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = pushMigrations(t, "bound2-"+e.ns, migrationsV1) })
+	migrated(e, 3)
+	if h := e.history(); h != "1 2 3" {
+		t.Errorf("history %q after the fix", h)
+	}
+}
+
+// TestMigrationsOnOneDatabase: two PtahMigrations apply the same artifact
+// to one database at once. The advisory lock lets one Apply run; each
+// version runs once, and both end in sync at version 3, neither claiming
+// to have applied what the other did.
+func TestMigrationsOnOneDatabase(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ref := pushMigrations(t, "twice-"+e.ns, migrationsV1)
+	first := e.migration(ref)
+	second := first.DeepCopy()
+	second.ObjectMeta = metav1.ObjectMeta{Name: "shop-too", Namespace: e.ns}
+	second.Status = v1alpha1.PtahMigrationStatus{}
+	must(t, shared.c.Create(context.Background(), second))
+	migrated(e, 3)
+	deadline := time.Now().Add(converge)
+	for {
+		var m v1alpha1.PtahMigration
+		must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "shop-too"}, &m))
+		if holds(&m, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) && m.Status.AppliedVersion == 3 && m.Status.ActiveOperation == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("shop-too did not converge: phase %s, %s\nevents:\n%s", m.Status.Phase, conditions(&m), e.eventLines())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if h, n := e.history(), e.query("SELECT count(*)::text FROM audit"); h != "1 2 3" || n != "1" {
+		t.Errorf("history %q, migration 3 ran %s times", h, n)
+	}
+	applied := 0
+	for _, ev := range e.events() {
+		if ev.Reason == v1alpha1.EventMigrationRunFinished && strings.Contains(ev.Message, "Applied: versions 1,2,3 committed") {
+			applied++
+		}
+	}
+	if applied != 1 {
+		t.Errorf("%d runs say they applied versions 1,2,3; events:\n%s", applied, e.eventLines())
+	}
+}
