@@ -130,7 +130,8 @@ func TestMigrationStaleApprovalIsRefused(t *testing.T) {
 
 	// The artifact changes before the second plan is approved.
 	files := with(migrationsV1, "0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\n")
-	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = pushMigrations(t, "stale2-"+e.ns, files) })
+	moved := pushMigrations(t, "stale2-"+e.ns, files)
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = moved })
 	third := e.awaitMigration("the plan of the new artifact awaiting approval", converge, func(m *v1alpha1.PtahMigration) bool {
 		return awaiting(m) && m.Status.ObservedGeneration == m.Generation && m.Status.Plan != nil && m.Status.Plan.Name != second.Name && m.Status.ActiveOperation == nil
 	}).Status.Plan
@@ -231,12 +232,23 @@ func TestMigrationForgedUnresolvedRunAnnotation(t *testing.T) {
 	e.migration(pushMigrations(t, "forged-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) {
 		m.Annotations = map[string]string{AnnotationUnresolvedRun: `{"operation":"forged"}`}
 	})
-	migrated(e, 3)
+	forge := func(annotation string) {
+		e.updateMigration(func(m *v1alpha1.PtahMigration) {
+			if m.Annotations == nil {
+				m.Annotations = map[string]string{}
+			}
+			m.Annotations[AnnotationUnresolvedRun] = annotation
+		})
+	}
+	m := migrated(e, 3)
 	if ev := e.migrationEvents(v1alpha1.EventUnresolvedRunRestored); len(ev) != 0 {
 		t.Errorf("a run the schema refuses was restored: %q", ev)
 	}
+	if a, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
+		t.Errorf("the forged annotation %q lingers", a)
+	}
 	for _, forged := range []string{"not json at all", `{"operation":"` + strings.Repeat("x", 300) + `","attempt":1,"reason":"r"}`} {
-		e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Annotations[AnnotationUnresolvedRun] = forged })
+		forge(forged)
 		m := reread(e, 30*time.Second+time.Duration(len(forged))*time.Millisecond, "InSync=True (ScopedConverged)",
 			migrationCondition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
 		if m.Status.UnresolvedRun != nil {
@@ -245,10 +257,8 @@ func TestMigrationForgedUnresolvedRunAnnotation(t *testing.T) {
 	}
 	// A run that looks real: restored, then settled by the reading, which
 	// finds its versions applied; nothing runs twice.
-	e.updateMigration(func(m *v1alpha1.PtahMigration) {
-		m.Annotations[AnnotationUnresolvedRun] = `{"operation":"forged-2","jobName":"ptah-apply-shop-forged","attempt":1,"fromVersion":0,"versions":[1,2,3],"reason":"made up","database":"Secret shop-db key url"}`
-	})
-	m := reread(e, 45*time.Second, "the forged run settled", func(m *v1alpha1.PtahMigration) bool {
+	forge(`{"operation":"forged-2","jobName":"ptah-apply-shop-forged","attempt":1,"fromVersion":0,"versions":[1,2,3],"reason":"made up","database":"Secret shop-db key url"}`)
+	m = reread(e, 45*time.Second, "the forged run settled", func(m *v1alpha1.PtahMigration) bool {
 		return migrationCondition(v1alpha1.ConditionUnresolvedRun, metav1.ConditionFalse, v1alpha1.ReasonRunSettled)(m) &&
 			migrationCondition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged)(m)
 	})
@@ -288,7 +298,8 @@ func TestMigrationRetriesStopAtTheBound(t *testing.T) {
 		!strings.Contains(m.Status.LastFailure.Message, "version 1 failed") || e.history() != "" {
 		t.Errorf("past the bound: phase %s, active %+v, lastFailure %+v, history %q", m.Status.Phase, m.Status.ActiveOperation, m.Status.LastFailure, e.history())
 	}
-	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = pushMigrations(t, "bound2-"+e.ns, migrationsV1) })
+	fixed := pushMigrations(t, "bound2-"+e.ns, migrationsV1)
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = fixed })
 	migrated(e, 3)
 	if h := e.history(); h != "1 2 3" {
 		t.Errorf("history %q after the fix", h)

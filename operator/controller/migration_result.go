@@ -47,6 +47,9 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 		}
 	}
 	target := targetVersion(m)
+	if target > mr.Current && !slices.ContainsFunc(mr.Pending, func(p v1alpha1.PendingMigration) bool { return p.Version == target }) {
+		return r.targetMissing(ctx, m, c, mr, target)
+	}
 	var pending []v1alpha1.PendingMigration
 	for _, p := range mr.Pending {
 		if target == 0 || p.Version <= target {
@@ -56,11 +59,8 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 	if len(pending) == 0 {
 		m.Status.Plan = nil
 		msg := fmt.Sprintf("a fresh reading of the history at generation %d shows version %d applied and nothing pending up to target %s", m.Generation, mr.Current, targetName(m))
-		switch {
-		case target > 0 && mr.Current > target:
+		if target > 0 && mr.Current > target {
 			msg = fmt.Sprintf("version %d is applied, above target %d: migrations only go up, so nothing is applied", mr.Current, target)
-		case target > 0 && mr.Current < target && len(mr.Pending) == 0:
-			msg = fmt.Sprintf("the artifact has no version up to target %d beyond the applied %d", target, mr.Current)
 		}
 		setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
 		setCondition(m, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
@@ -101,6 +101,28 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 		}
 		return r.awaitApproval(ctx, m)
 	}
+}
+
+// targetMissing refuses a named target version above the applied one that
+// the artifact does not hold: applying up to it would report in sync at a
+// version nobody declared. Nothing is planned until the spec or the
+// artifact changes.
+func (r *MigrationReconciler) targetMissing(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, mr *v1alpha1.MigrationResult, target int64) (reconcile.Result, error) {
+	above := make([]int64, len(mr.Pending))
+	for i, p := range mr.Pending {
+		above[i] = p.Version
+	}
+	msg := fmt.Sprintf("spec.targetVersion %d is not a version of artifact %s (its versions above the applied %d: %s), so nothing is applied; set spec.targetVersion to one of them or to latest",
+		target, m.Status.Source.ResolvedDigest, mr.Current, versionList(above))
+	m.Status.Plan = nil
+	m.Status.LastFailure = &v1alpha1.Failure{Code: "target_version_missing", Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
+	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "nothing is planned")
+	m.Status.Phase = v1alpha1.PhaseBlocked
+	return r.finish(ctx, m, c, "", 0, r.interval(m))
 }
 
 func targetName(m *v1alpha1.PtahMigration) string {
