@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/report"
 	"ptah.run/operator/operator/runner"
 )
 
@@ -188,6 +189,36 @@ func (r *MigrationReconciler) resolve(m *v1alpha1.PtahMigration) {
 	}
 	setCondition(m, v1alpha1.ConditionArtifactResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved, fmt.Sprintf("%s is pinned by digest %s", ref, digest))
 	setCondition(m, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy, "a migrations artifact has no verification policy; every pull checks its content against the digest")
+}
+
+// artifactRefused records on the artifact's conditions a reading that
+// failed pulling the artifact, before ptah reached the database: a digest
+// the registry does not hold or a registry that refuses the credentials
+// (ArtifactResolved), an artifact of another type or whose files do not
+// match its ptah.sum (ArtifactVerified). It reports whether child is such
+// a failure. The registry's answers are told from the database's, which
+// share the codes auth and connection, by naming the registry host.
+func (r *MigrationReconciler) artifactRefused(m *v1alpha1.PtahMigration, child *v1alpha1.OperationError) bool {
+	if child == nil {
+		return false
+	}
+	host := registryHost(m.Spec.Migrations.OCIRef)
+	cond, reason := v1alpha1.ConditionArtifactResolved, v1alpha1.ReasonResolveFailed
+	switch report.Code(child.Code) {
+	case report.NotFound:
+	case report.ArtifactType, report.ChecksumMismatch:
+		cond, reason = v1alpha1.ConditionArtifactVerified, v1alpha1.ReasonVerificationRefused
+	case report.Auth, report.Connection:
+		if !strings.Contains(child.Message, " on "+host+"/") && !strings.Contains(child.Message, "registry "+host) {
+			return false
+		}
+	default:
+		return false
+	}
+	msg := fmt.Sprintf("pulling %s failed before the database was read: %s: %s", m.Spec.Migrations.OCIRef, child.Code, bound(child.Message, maxCause))
+	setCondition(m, cond, metav1.ConditionFalse, reason, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	return true
 }
 
 // discard drops the active claim: its Job (if dispatched), its credential,

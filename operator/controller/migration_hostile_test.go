@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/artifact"
+	"ptah.run/operator/operator/migrate"
 )
 
 // What a reviewer with cases of their own would try against PtahMigration:
@@ -343,5 +346,97 @@ func TestMigrationsOnOneDatabase(t *testing.T) {
 	}
 	if applied != 1 {
 		t.Errorf("%d runs say they applied versions 1,2,3; events:\n%s", applied, e.eventLines())
+	}
+}
+
+// pushByHand publishes files as an artifact of artifactType with the
+// artifact client, without ptah's checks, and returns its pinned reference.
+func pushByHand(t *testing.T, tag, artifactType, layerType string, files map[string]string) string {
+	t.Helper()
+	c := &artifact.Client{Credentials: artifact.Credentials{Registry: shared.reg.Host, Username: shared.reg.Username, Password: shared.reg.Password}, PlainHTTP: true}
+	var layers []artifact.File
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		layers = append(layers, artifact.File{Name: n, Data: []byte(files[n])})
+	}
+	p, err := c.Push(context.Background(), "oci://"+shared.reg.Host+"/shop/migrations:"+tag, artifactType, layerType, layers, nil)
+	must(t, err)
+	return p.Reference
+}
+
+// hashed is files plus the ptah.sum ptah migrations hash writes for them.
+func hashed(t *testing.T, files map[string]string) map[string]string {
+	t.Helper()
+	dir := t.TempDir()
+	for n, s := range files {
+		must(t, os.WriteFile(filepath.Join(dir, n), []byte(s), 0o644))
+	}
+	if out, err := exec.Command(shared.ptah, "migrations", "hash", "--dir", dir).CombinedOutput(); err != nil {
+		t.Fatalf("ptah migrations hash: %v\n%s", err, out)
+	}
+	sum, err := os.ReadFile(filepath.Join(dir, migrate.SumFile))
+	must(t, err)
+	return with(files, migrate.SumFile, string(sum))
+}
+
+// TestMigrationArtifactRefusedBeforeAnythingRuns: a digest the registry
+// does not hold, a schema artifact, a migrations artifact whose file was
+// edited after its ptah.sum was written, and a registry that refuses the
+// credentials are each refused by the reading, named in status, with
+// nothing applied and the database not reported unreachable; the
+// artifact as pushed by ptah then converges.
+func TestMigrationArtifactRefusedBeforeAnythingRuns(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *envOption) { o.migration = func(r *MigrationReconciler) { r.MaxAttempts = 1 } })
+	good := pushMigrations(t, "refused-"+e.ns, migrationsV1)
+	missing := pinned(good, "sha256:"+strings.Repeat("0", 64))
+	schema := pushByHand(t, "refused-schema-"+e.ns, artifact.SchemaArtifactType, artifact.SchemaLayerMediaType, map[string]string{"schema.sql": schemaV1})
+	tampered := hashed(t, migrationsV1)
+	tampered["0002_orders.up.sql"] = "DROP TABLE customers;\n"
+	edited := pushByHand(t, "refused-edited-"+e.ns, artifact.MigrationsArtifactType, artifact.MigrationLayerMediaType, tampered)
+	must(t, shared.c.Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "registry-forgot", Namespace: e.ns}, Type: corev1.SecretTypeBasicAuth,
+		StringData: map[string]string{"username": shared.reg.Username, "password": "not-the-password"}}))
+
+	e.migration(missing)
+	for i, tc := range []struct {
+		what, ref, auth, code, says, condition, reason string
+	}{
+		{"a digest the registry does not hold", missing, "registry", "not_found", "not found", v1alpha1.ConditionArtifactResolved, v1alpha1.ReasonResolveFailed},
+		{"a schema artifact", schema, "registry", "artifact_type", artifact.SchemaArtifactType, v1alpha1.ConditionArtifactVerified, v1alpha1.ReasonVerificationRefused},
+		{"a file edited after hashing", edited, "registry", "checksum_mismatch", "0002_orders.up.sql changed", v1alpha1.ConditionArtifactVerified, v1alpha1.ReasonVerificationRefused},
+		{"credentials the registry refuses", good, "registry-forgot", "auth", "the registry refused access", v1alpha1.ConditionArtifactResolved, v1alpha1.ReasonResolveFailed},
+	} {
+		if i > 0 {
+			e.updateMigration(func(m *v1alpha1.PtahMigration) {
+				m.Spec.Migrations.OCIRef, m.Spec.Migrations.RegistryAuthFrom.Name = tc.ref, tc.auth
+			})
+		}
+		m := e.awaitMigration(tc.what+" refused", converge, func(m *v1alpha1.PtahMigration) bool {
+			return m.Status.ObservedGeneration == m.Generation && m.Status.ActiveOperation == nil && m.Status.LastFailure != nil &&
+				migrationCondition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed)(m)
+		})
+		if f := m.Status.LastFailure; !strings.Contains(f.Message, tc.code) || !strings.Contains(f.Message, tc.says) {
+			t.Errorf("%s: lastFailure %q, want %s naming %q", tc.what, f.Message, tc.code, tc.says)
+		}
+		if !holds(m, tc.condition, metav1.ConditionFalse, tc.reason) || !strings.Contains(conditionMessage(m, tc.condition), tc.says) ||
+			!holds(m, v1alpha1.ConditionReady, metav1.ConditionFalse, tc.reason) {
+			t.Errorf("%s: want %s=False and Ready=False (%s) naming %q: %s %q", tc.what, tc.condition, tc.reason, tc.says, conditions(m), conditionMessage(m, tc.condition))
+		}
+		if conditionIs(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed) {
+			t.Errorf("%s: the database is reported unreachable: %q", tc.what, conditionMessage(m, v1alpha1.ConditionDatabaseReachable))
+		}
+		if m.Status.Plan != nil || conditionIs(m, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) {
+			t.Errorf("%s: plan %+v, %s", tc.what, m.Status.Plan, conditions(m))
+		}
+		if h, applies := e.history(), e.jobs("ptah-apply-"); h != "" || len(applies) != 0 {
+			t.Fatalf("%s: history %q, Apply Jobs %v", tc.what, h, names(applies))
+		}
+	}
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.RegistryAuthFrom.Name = "registry" })
+	m := migrated(e, 3)
+	if !conditionIs(m, v1alpha1.ConditionArtifactResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved) || !conditionIs(m, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy) {
+		t.Errorf("after a good pull: %s", conditions(m))
+	}
+	if n := e.query("SELECT count(*)::text FROM customers"); n != "0" {
+		t.Errorf("customers has %s rows", n)
 	}
 }

@@ -39,6 +39,7 @@ func (r *MigrationReconciler) consume(ctx context.Context, m *v1alpha1.PtahMigra
 // observed turns a reading of the history into the next step: a reading
 // settles an unresolved run, then the plan goes through the policy gate.
 func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, mr *v1alpha1.MigrationResult) (reconcile.Result, error) {
+	r.resolve(m) // the artifact was pulled: a refusal of an earlier pull no longer holds
 	setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionTrue, v1alpha1.ReasonConnected, fmt.Sprintf("the %s operation read the migration history", c.Type))
 	m.Status.AppliedVersion = mr.Current
 	if m.Status.UnresolvedRun != nil {
@@ -179,6 +180,7 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 	if child != nil {
 		childCode = child.Code
 	}
+	pulled := !r.artifactRefused(m, child)
 	switch report.Code(childCode) {
 	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty:
 		return r.historyRefused(ctx, m, c, child)
@@ -189,7 +191,9 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 				u.Database, u.Operation, u.JobName, child.Message, durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry))
 		}
 	case report.Connection, report.Auth:
-		setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
+		if pulled {
+			setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
+		}
 	}
 	if e.Code == runner.ErrProtocolMismatch {
 		warning(r.Events, m, v1alpha1.EventRunnerProtocolMismatch, "Run",
