@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/artifact"
 	"ptah.run/operator/operator/migrate"
+	"ptah.run/operator/operator/runner"
 )
 
 // What a reviewer with cases of their own would try against PtahMigration:
@@ -438,5 +440,69 @@ func TestMigrationArtifactRefusedBeforeAnythingRuns(t *testing.T) {
 	}
 	if n := e.query("SELECT count(*)::text FROM customers"); n != "0" {
 		t.Errorf("customers has %s rows", n)
+	}
+}
+
+// TestMigrationForeignPlanIsRefused: someone who may create plans takes the
+// name of the plan the first reading will compute (it is derived from the
+// fingerprint), with the fingerprint and versions it will have and another
+// checksum for version 2. The manager does not offer that plan for
+// approval, an approval of it applies nothing, and once both are deleted
+// the manager's own plan is published, approved and applied.
+func TestMigrationForeignPlanIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	ref := pushMigrations(t, "foreign-"+e.ns, migrationsV1)
+	var pending []v1alpha1.PendingMigration
+	for _, f := range []string{"0001_customers.up.sql", "0002_orders.up.sql", "0003_audit.up.sql"} {
+		v, name, _ := strings.Cut(strings.TrimSuffix(f, ".up.sql"), "_")
+		version, err := strconv.ParseInt(v, 10, 64)
+		must(t, err)
+		pending = append(pending, v1alpha1.PendingMigration{Version: version, Name: name, Checksum: "sha256:" + hexDigest(migrationsV1[f])})
+	}
+	digest := ref[strings.LastIndex(ref, "@")+1:]
+	history := runner.HistoryDigest(nil)
+	fp := "sha256:" + hexDigest(struct {
+		Artifact string                      `json:"artifact"`
+		History  string                      `json:"history"`
+		Base     int64                       `json:"base"`
+		Pending  []v1alpha1.PendingMigration `json:"pending"`
+	}{digest, history, 0, pending})
+	forged := slices.Clone(pending)
+	forged[1].Checksum = "sha256:" + hexDigest("DROP TABLE customers;\n")
+	plan := &v1alpha1.PtahMigrationPlan{ObjectMeta: metav1.ObjectMeta{Name: planName("shop", fp), Namespace: e.ns},
+		Spec: v1alpha1.PtahMigrationPlanSpec{MigrationRef: v1alpha1.LocalRef{Name: "shop"}, Fingerprint: fp, ArtifactDigest: digest,
+			HistoryDigest: history, Pending: forged}}
+	must(t, shared.c.Create(ctx, plan))
+
+	e.migration(ref, func(m *v1alpha1.PtahMigration) { m.Spec.Policy.Apply = v1alpha1.ApplyOnApproval })
+	m := e.awaitMigration("PlanReady=False (ConfigurationError) naming the foreign plan", converge, func(m *v1alpha1.PtahMigration) bool {
+		return migrationCondition(v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError)(m) &&
+			strings.Contains(conditionMessage(m, v1alpha1.ConditionPlanReady), plan.Name)
+	})
+	if m.Status.Plan != nil || conditionIs(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval) {
+		t.Errorf("the foreign plan is offered for approval: plan %+v, %s", m.Status.Plan, conditions(m))
+	}
+	approveAs(t, e, "foreign", &v1alpha1.MigrationPlanSummary{Name: plan.Name, Fingerprint: fp})
+	time.Sleep(3 * time.Second) // the approval's watch wakes the migration
+	if h, applies := e.history(), e.jobs("ptah-apply-"); h != "" || len(applies) != 0 {
+		t.Fatalf("an approval of the foreign plan applied: history %q, Apply Jobs %v", h, names(applies))
+	}
+
+	// Whoever reads the refusal deletes the plan and the approval given
+	// for it (its fingerprint is the one the manager's plan will have).
+	must(t, shared.c.Delete(ctx, plan))
+	must(t, shared.c.Delete(ctx, &v1alpha1.PtahMigrationApproval{ObjectMeta: metav1.ObjectMeta{Name: "foreign", Namespace: e.ns}}))
+	m = reread(e, 31*time.Second, "ApprovalRequired=True", migrationCondition(v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval))
+	var own v1alpha1.PtahMigrationPlan
+	must(t, shared.c.Get(ctx, client.ObjectKey{Namespace: e.ns, Name: m.Status.Plan.Name}, &own))
+	if !slices.Equal(own.Spec.Pending, pending) || m.Status.Plan.Fingerprint != fp {
+		t.Errorf("the manager's plan: %+v, fingerprint %s; want %+v under %s", own.Spec.Pending, m.Status.Plan.Fingerprint, pending, fp)
+	}
+	approveAs(t, e, "own", m.Status.Plan)
+	migrated(e, 3)
+	if h := e.history(); h != "1 2 3" {
+		t.Errorf("history %q", h)
 	}
 }

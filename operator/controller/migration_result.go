@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -71,6 +73,9 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 		return r.finish(ctx, m, c, "", 0, r.interval(m))
 	}
 	p, err := r.publish(ctx, m, mr, pending)
+	if foreign := (*foreignPlan)(nil); errors.As(err, &foreign) {
+		return r.planRefused(ctx, m, c, foreign.Error())
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -162,12 +167,41 @@ func (r *MigrationReconciler) publish(ctx context.Context, m *v1alpha1.PtahMigra
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, &have); err != nil {
 			return nil, fmt.Errorf("read PtahMigrationPlan %s/%s: %w", p.Namespace, p.Name, err)
 		}
+		// The name is derived from the fingerprint, so anyone who may
+		// create plans can take it first: a plan is only taken as this
+		// reading's when it says exactly what the reading computed.
+		if !equality.Semantic.DeepEqual(have.Spec, p.Spec) {
+			return nil, &foreignPlan{name: p.Name}
+		}
 		return &have, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("publish PtahMigrationPlan %s/%s for PtahMigration %s: %w", p.Namespace, p.Name, m.Name, err)
 	}
 	return p, nil
+}
+
+// foreignPlan is a PtahMigrationPlan under the name of the plan a reading
+// computed that does not hold that plan.
+type foreignPlan struct{ name string }
+
+func (f *foreignPlan) Error() string {
+	return fmt.Sprintf("PtahMigrationPlan %s exists and does not hold the plan this reading computed under its name (the manager did not publish it); nothing is planned or applied until it is deleted", f.name)
+}
+
+// planRefused stops at a plan object nobody may approve: what it shows is
+// not what an Apply would run.
+func (r *MigrationReconciler) planRefused(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, msg string) (reconcile.Result, error) {
+	warning(r.Events, m, v1alpha1.EventOperationFailed, "Plan", "%s", msg)
+	m.Status.Plan = nil
+	m.Status.LastFailure = &v1alpha1.Failure{Code: "plan_foreign", Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
+	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "nothing is planned")
+	m.Status.Phase = v1alpha1.PhaseBlocked
+	return r.finish(ctx, m, c, "", 0, r.interval(m))
 }
 
 // readingFailed decides on a reading's error record: a history that refuses
