@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -503,6 +504,60 @@ func TestMigrationForeignPlanIsRefused(t *testing.T) {
 	approveAs(t, e, "own", m.Status.Plan)
 	migrated(e, 3)
 	if h := e.history(); h != "1 2 3" {
+		t.Errorf("history %q", h)
+	}
+}
+
+// TestMigrationHistoryRefusalsApplyNothing: over versions 1, 2 and 5
+// applied, an artifact that adds version 3 (below the applied 5) and one
+// that lost the applied version 2 (and adds 6) are each refused with the
+// version named, nothing is planned and nothing new is applied after
+// them, not even the version above; the artifact as applied plus 6 goes
+// on. (The reasons these refusals carry are not asserted here.)
+func TestMigrationHistoryRefusalsApplyNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	applied := map[string]string{
+		"0001_customers.up.sql": migrationsV1["0001_customers.up.sql"],
+		"0002_orders.up.sql":    migrationsV1["0002_orders.up.sql"],
+		"0005_audit.up.sql":     migrationsV1["0003_audit.up.sql"],
+	}
+	six := "ALTER TABLE customers ADD COLUMN six text;\n"
+	e.migration(pushMigrations(t, "refusals-"+e.ns, applied))
+	migrated(e, 5)
+	lost := with(applied, "0006_six.up.sql", six)
+	delete(lost, "0002_orders.up.sql")
+	for _, tc := range []struct{ what, tag, says string }{
+		{"a new version below the applied one", "refusals-below-", "migration 3"},
+		{"an applied version that lost its file", "refusals-lost-", "migration 2"},
+	} {
+		files := with(applied, "0003_late.up.sql", "ALTER TABLE customers ADD COLUMN late text;\n")
+		if tc.tag == "refusals-lost-" {
+			files = lost
+		}
+		ref := pushMigrations(t, tc.tag+e.ns, files)
+		e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = ref })
+		m := e.awaitMigration(tc.what+" refused", converge, func(m *v1alpha1.PtahMigration) bool {
+			c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionReady)
+			return m.Status.ObservedGeneration == m.Generation && m.Status.ActiveOperation == nil && c != nil &&
+				c.ObservedGeneration == m.Generation && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, tc.says)
+		})
+		if m.Status.Plan != nil || m.Status.AppliedVersion != 5 {
+			t.Errorf("%s: plan %+v, applied version %d", tc.what, m.Status.Plan, m.Status.AppliedVersion)
+		}
+		time.Sleep(2 * time.Second) // anything the refusal would start has started
+		if h, applies := e.history(), e.jobs("ptah-apply-shop-"); h != "1 2 5" || len(applies) != 1 {
+			t.Errorf("%s: history %q, Apply Jobs %v", tc.what, h, names(applies))
+		}
+	}
+	cols := e.query("SELECT string_agg(column_name, ' ') FROM information_schema.columns WHERE table_name = 'customers'")
+	if strings.Contains(cols, "late") || strings.Contains(cols, "six") {
+		t.Errorf("a refused artifact's migration ran: customers has %s", cols)
+	}
+	ref := pushMigrations(t, "refusals-ok-"+e.ns, with(applied, "0006_six.up.sql", six))
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = ref })
+	migrated(e, 6)
+	if h := e.history(); h != "1 2 5 6" {
 		t.Errorf("history %q", h)
 	}
 }
