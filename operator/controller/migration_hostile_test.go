@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -559,5 +560,43 @@ func TestMigrationHistoryRefusalsApplyNothing(t *testing.T) {
 	migrated(e, 6)
 	if h := e.history(); h != "1 2 5 6" {
 		t.Errorf("history %q", h)
+	}
+}
+
+// TestMigrationAndSchemaOnOneDatabase: a PtahSchema (whose scope is the
+// whole database) and a PtahMigration keep one database under Always. The
+// schema's plan would drop the migration's table, so it is destructive and
+// held by the policy, and the schema says so rather than claim to be in
+// sync; it never plans the migration history (ptah's own schema); the
+// migration's table, rows and history stay, and the migration is in sync.
+func TestMigrationAndSchemaOnOneDatabase(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.schema()
+	e.migration(pushMigrations(t, "beside-"+e.ns, map[string]string{
+		"0001_ledger.up.sql": "CREATE TABLE ledger (id bigint PRIMARY KEY, amount numeric NOT NULL);\nINSERT INTO ledger VALUES (1, 10);\n",
+	}))
+	migrated(e, 1)
+	// A reading of each after both have run.
+	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Interval = &metav1.Duration{Duration: 31 * time.Second} })
+	s := e.await("shop", "Ready=False (PolicyBlocked) after the migration ran", converge, func(s *v1alpha1.PtahSchema) bool {
+		return s.Status.ActiveOperation == nil && condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked)(s)
+	})
+	if holds(s, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) || s.Status.Plan == nil {
+		t.Errorf("the PtahSchema beside the migration's table: plan %+v, %s", s.Status.Plan, conditions(s))
+	} else {
+		var p v1alpha1.PtahSchemaPlan
+		must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: s.Status.Plan.Name}, &p))
+		text := fmt.Sprintf("%+v", p.Spec.Statements)
+		if !p.Spec.Destructive || !strings.Contains(text, "ledger") || strings.Contains(text, "migration_revisions") {
+			t.Errorf("the PtahSchema's plan (destructive %v): %s", p.Spec.Destructive, text)
+		}
+	}
+	m := reread(e, 31*time.Second, "InSync=True (ScopedConverged)", migrationCondition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+	if m.Status.AppliedVersion != 1 {
+		t.Errorf("the migration's applied version %d", m.Status.AppliedVersion)
+	}
+	if h, n := e.history(), e.query("SELECT count(*)::text FROM ledger"); h != "1" || n != "1" {
+		t.Errorf("the migration's history %q, ledger rows %s", h, n)
 	}
 }
