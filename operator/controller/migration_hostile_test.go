@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -598,5 +599,72 @@ func TestMigrationAndSchemaOnOneDatabase(t *testing.T) {
 	}
 	if h, n := e.history(), e.query("SELECT count(*)::text FROM ledger"); h != "1" || n != "1" {
 		t.Errorf("the migration's history %q, ledger rows %s", h, n)
+	}
+}
+
+// TestMigrationSuspendedStartsNothing: a suspended migration starts no
+// operation, not for a new artifact either; unsuspended, it applies only
+// the new version.
+func TestMigrationSuspendedStartsNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.migration(pushMigrations(t, "suspended-"+e.ns, migrationsV1))
+	migrated(e, 3)
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Suspend = true })
+	suspended := func(m *v1alpha1.PtahMigration) bool {
+		return m.Status.Phase == v1alpha1.PhaseSuspended && m.Status.ActiveOperation == nil && m.Status.ObservedGeneration == m.Generation &&
+			migrationCondition(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec)(m)
+	}
+	e.awaitMigration("Suspended", 30*time.Second, suspended)
+	before := len(e.jobs("ptah-"))
+	ref := pushMigrations(t, "suspended2-"+e.ns, with(migrationsV1, "0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\n"))
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Migrations.OCIRef = ref })
+	e.awaitMigration("Suspended at the new artifact's generation", 30*time.Second, suspended)
+	time.Sleep(3 * time.Second) // anything the edit would start has started
+	if jobs := e.jobs("ptah-"); len(jobs) != before || e.history() != "1 2 3" {
+		t.Errorf("while suspended: Jobs %v (were %d), history %q", names(jobs), before, e.history())
+	}
+	e.updateMigration(func(m *v1alpha1.PtahMigration) { m.Spec.Suspend = false })
+	migrated(e, 4)
+	if h, applies := e.history(), e.jobs("ptah-apply-shop-"); h != "1 2 3 4" || len(applies) != 2 {
+		t.Errorf("unsuspended: history %q, Apply Jobs %v", h, names(applies))
+	}
+	e.awaitMigrationEvent(v1alpha1.EventMigrationRunFinished, 10*time.Second, func(msg string) bool {
+		return strings.Contains(msg, "Applied: versions 4 committed, from version 3 to 4")
+	})
+}
+
+// TestMigrationUnresolvedRunOutlivesAForgedAnnotation: while a run is
+// unresolved, a user overwrites its annotation copy with a run of another
+// operation and acknowledges that one. Nothing is settled: status keeps
+// the real run, the copy is put back, and only an acknowledgment of the
+// real operation settles it.
+func TestMigrationUnresolvedRunOutlivesAForgedAnnotation(t *testing.T) {
+	t.Parallel()
+	var failing atomic.Bool
+	e, m := unresolvedRun(t, &failing)
+	real := m.Status.UnresolvedRun.Operation
+	awaitCopy(e)
+	e.updateMigration(func(m *v1alpha1.PtahMigration) {
+		m.Annotations[AnnotationUnresolvedRun] = `{"operation":"forged","attempt":1,"fromVersion":0,"versions":[1,2,3],"reason":"made up"}`
+	})
+	acknowledge(t, e, "forged", v1alpha1.RunApplied)
+	// The next reading's retry passes through the pipeline.
+	e.awaitMigrationEvent(v1alpha1.EventOperationRetried, converge, func(msg string) bool { return strings.Contains(msg, "attempt 2") })
+	m = awaitCopy(e)
+	if m.Status.UnresolvedRun == nil || m.Status.UnresolvedRun.Operation != real {
+		t.Fatalf("the forged annotation changed the unresolved run: %+v", m.Status.UnresolvedRun)
+	}
+	if ev := e.migrationEvents(v1alpha1.EventUnresolvedRunAcknowledged); len(ev) != 0 {
+		t.Errorf("an acknowledgment of the forged operation settled something: %q", ev)
+	}
+	assertNothingPlanned(t, e, m, m.Status.UnresolvedRun.JobName)
+	must(t, shared.c.Delete(context.Background(), &v1alpha1.PtahMigrationRunAcknowledgment{ObjectMeta: metav1.ObjectMeta{Name: "settled", Namespace: e.ns}}))
+	acknowledge(t, e, real, v1alpha1.RunNotApplied)
+	e.awaitMigrationEvent(v1alpha1.EventUnresolvedRunAcknowledged, 30*time.Second, func(msg string) bool { return strings.Contains(msg, real) })
+	failing.Store(false)
+	migrated(e, 3)
+	if h := e.history(); h != "1 2 3" {
+		t.Errorf("history %q", h)
 	}
 }
