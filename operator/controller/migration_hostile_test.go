@@ -125,6 +125,15 @@ func TestMigrationStaleApprovalIsRefused(t *testing.T) {
 	if versionList(second.Versions) != "2,3" {
 		t.Errorf("the plan after the database moved on applies %s, want 2,3", versionList(second.Versions))
 	}
+	// Each plan says what it was computed against.
+	var p1, p2 v1alpha1.PtahMigrationPlan
+	must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: first.Name}, &p1))
+	must(t, shared.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: second.Name}, &p2))
+	if p1.Spec.BaseVersion != 0 || p2.Spec.BaseVersion != 1 || p1.Spec.HistoryDigest == p2.Spec.HistoryDigest ||
+		p1.Spec.ArtifactDigest != p2.Spec.ArtifactDigest || len(p2.Spec.Pending) != 2 ||
+		p2.Spec.Pending[0].Checksum != "sha256:"+hexDigest(migrationsV1["0002_orders.up.sql"]) || p2.Spec.Pending[1].Checksum != p1.Spec.Pending[2].Checksum {
+		t.Errorf("the plans before and after the database moved on:\n%+v\n%+v", p1.Spec, p2.Spec)
+	}
 	if h := e.history(); h != "1" {
 		t.Fatalf("the stale approval applied something: history %q", h)
 	}
