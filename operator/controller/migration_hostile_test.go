@@ -264,12 +264,21 @@ func TestMigrationForgedUnresolvedRunAnnotation(t *testing.T) {
 	if a, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
 		t.Errorf("the forged annotation %q lingers", a)
 	}
-	for _, forged := range []string{"not json at all", `{"operation":"` + strings.Repeat("x", 300) + `","attempt":1,"reason":"r"}`} {
+	for _, forged := range []string{
+		"not json at all",
+		`{"operation":"` + strings.Repeat("x", 300) + `","attempt":1,"reason":"r"}`,
+	} {
 		forge(forged)
-		m := reread(e, 30*time.Second+time.Duration(len(forged))*time.Millisecond, "InSync=True (ScopedConverged)",
+		m := reread(e, 30*time.Second+time.Duration(len(forged))*time.Microsecond, "InSync=True (ScopedConverged)",
 			migrationCondition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
 		if m.Status.UnresolvedRun != nil {
-			t.Errorf("annotation %.40q restored a run: %+v", forged, m.Status.UnresolvedRun)
+			t.Errorf("annotation %.40q restored a run: %.200v", forged, m.Status.UnresolvedRun)
+		}
+		if _, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
+			t.Errorf("annotation %.40q lingers", forged)
+		}
+		if ev := e.migrationEvents(v1alpha1.EventUnresolvedRunRestored); len(ev) != 0 {
+			t.Errorf("annotation %.40q was restored: %.200q", forged, ev)
 		}
 	}
 	// A run that looks real: restored, then settled by the reading, which

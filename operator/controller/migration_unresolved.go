@@ -225,25 +225,18 @@ func (r *MigrationReconciler) restore(ctx context.Context, m *v1alpha1.PtahMigra
 	if !ok || m.Status.UnresolvedRun != nil {
 		return false, nil
 	}
-	unreadable := func(why string) error {
-		log.FromContext(ctx).Info("the unresolved-run annotation holds no run a manager recorded; it is removed", "annotation", AnnotationUnresolvedRun, "why", why)
-		if err := r.patchMetadata(ctx, m, func(o *v1alpha1.PtahMigration) { delete(o.Annotations, AnnotationUnresolvedRun) }); err != nil {
-			return fmt.Errorf("remove the unreadable %s annotation of PtahMigration %s/%s: %w", AnnotationUnresolvedRun, m.Namespace, m.Name, err)
-		}
-		return nil
-	}
 	u, why := parseUnresolvedRun(copied)
 	if u == nil {
-		return false, unreadable(why)
+		log.FromContext(ctx).Info("the unresolved-run annotation holds no run a manager recorded; it is removed", "annotation", AnnotationUnresolvedRun, "why", why)
+		if err := r.patchMetadata(ctx, m, func(o *v1alpha1.PtahMigration) { delete(o.Annotations, AnnotationUnresolvedRun) }); err != nil {
+			return false, fmt.Errorf("remove the unreadable %s annotation of PtahMigration %s/%s: %w", AnnotationUnresolvedRun, m.Namespace, m.Name, err)
+		}
+		return false, nil
 	}
 	m.Status.UnresolvedRun = u
 	setUnresolvedCondition(m)
 	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRunOutcomeUnknown, "an unresolved run was restored from the "+AnnotationUnresolvedRun+" annotation")
-	if err := r.save(ctx, m); apierrors.IsInvalid(err) {
-		// A rule parseUnresolvedRun does not know: the status m now holds
-		// is dropped, and the migration is read again.
-		return true, unreadable(err.Error())
-	} else if err != nil {
+	if err := r.save(ctx, m); err != nil {
 		return false, err
 	}
 	warning(r.Events, m, v1alpha1.EventUnresolvedRunRestored, "Restore",
@@ -253,8 +246,9 @@ func (r *MigrationReconciler) restore(ctx context.Context, m *v1alpha1.PtahMigra
 }
 
 // parseUnresolvedRun reads the annotation copy of an unresolved run, and
-// refuses one that status.unresolvedRun's schema would refuse (a write of
-// it would fail at every reconcile), saying why.
+// refuses one that status.unresolvedRun's schema (the markers on
+// v1alpha1.UnresolvedRun) would refuse, saying why: a write of it would
+// fail at every reconcile.
 func parseUnresolvedRun(copied string) (*v1alpha1.UnresolvedRun, string) {
 	var u v1alpha1.UnresolvedRun
 	if err := json.Unmarshal([]byte(copied), &u); err != nil {
