@@ -413,6 +413,11 @@ func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigr
 			"issuing the result credential %s for %s operation %s failed, retrying in %s: %v", credentialName(c), c.Type, c.JobName, credentialRetry, err)
 		return reconcile.Result{RequeueAfter: credentialRetry}, nil
 	}
+	if c.Type == v1alpha1.OperationApply {
+		if current, err := r.specCurrent(ctx, m); !current || err != nil {
+			return reconcile.Result{Requeue: err == nil}, err
+		}
+	}
 	j := r.job(m, c)
 	err := r.Client.Create(ctx, j)
 	switch {
@@ -437,6 +442,19 @@ func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigr
 			fmt.Sprintf("applying plan %s (versions %s), attempt %d", migrationPlanRef(m), versionList(planVersions(m)), c.Attempt))
 	}
 	return reconcile.Result{}, r.save(ctx, m)
+}
+
+// specCurrent reports whether m's spec is the one the API server holds. It
+// is asked last before an Apply Job is created: the spec this reconcile
+// read may be older than an edit already made (policy Never, suspend, a
+// new target), which must stop the Apply before it exists; the next
+// reconcile reads the edit and retires the claim.
+func (r *MigrationReconciler) specCurrent(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	var now v1alpha1.PtahMigration
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, &now); err != nil {
+		return false, fmt.Errorf("read PtahMigration %s/%s before creating its Apply Job: %w", m.Namespace, m.Name, err)
+	}
+	return now.Generation == m.Generation, nil
 }
 
 // snapshot is the admission snapshot check of the schema reconciler's

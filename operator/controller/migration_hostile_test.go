@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/artifact"
@@ -684,5 +685,48 @@ func TestMigrationUnresolvedRunOutlivesAForgedAnnotation(t *testing.T) {
 	migrated(e, 3)
 	if h := e.history(); h != "1 2 3" {
 		t.Errorf("history %q", h)
+	}
+}
+
+// TestMigrationNeverWhileTheApplyIsDispatched: the spec is changed to
+// policy.apply Never while the manager dispatches an Apply it decided on
+// under Always, after it read the spec and before it created the Job (the
+// interceptor makes the edit as the Apply's credential is created: a race
+// that cannot be provoked at will otherwise). No Apply Job is created, and
+// the migration ends blocked by the policy with nothing applied.
+func TestMigrationNeverWhileTheApplyIsDispatched(t *testing.T) {
+	t.Parallel()
+	var edited atomic.Bool
+	var ns string
+	e := newEnv(t, func(o *envOption) {
+		o.migration = func(r *MigrationReconciler) {
+			r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+					if _, ok := o.(*corev1.ServiceAccount); ok && !edited.Load() {
+						var m v1alpha1.PtahMigration
+						if err := shared.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &m); err == nil &&
+							m.Status.ActiveOperation != nil && m.Status.ActiveOperation.Type == v1alpha1.OperationApply {
+							m.Spec.Policy.Apply = v1alpha1.ApplyNever
+							if err := shared.c.Update(ctx, &m); err != nil {
+								return err
+							}
+							edited.Store(true)
+						}
+					}
+					return c.Create(ctx, o, opts...)
+				},
+			})
+		}
+	})
+	ns = e.ns
+	e.migration(pushMigrations(t, "racing-"+e.ns, migrationsV1))
+	m := e.awaitMigration("Ready=False (PolicyBlocked) after the edit", converge, func(m *v1alpha1.PtahMigration) bool {
+		return edited.Load() && m.Status.ActiveOperation == nil && migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked)(m)
+	})
+	if h, applies := e.history(), e.jobs("ptah-apply-"); h != "" || len(applies) != 0 {
+		t.Errorf("an Apply decided under Always ran after the spec said Never: history %q, Apply Jobs %v", h, names(applies))
+	}
+	if m.Status.Plan == nil || m.Status.Phase != v1alpha1.PhaseReadyToApply {
+		t.Errorf("under Never: phase %s, plan %+v", m.Status.Phase, m.Status.Plan)
 	}
 }
