@@ -730,3 +730,22 @@ func TestMigrationNeverWhileTheApplyIsDispatched(t *testing.T) {
 		t.Errorf("under Never: phase %s, plan %+v", m.Status.Phase, m.Status.Plan)
 	}
 }
+
+// TestMigrationUnstampedApprovalIsRefused: where the admission policies do
+// not run, an approval can name the plan with no approver; it is refused
+// by name and not consumed, and nothing is applied.
+func TestMigrationUnstampedApprovalIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(o *envOption) { o.noAdmission = true })
+	e.migration(pushMigrations(t, "unstamped-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) { m.Spec.Policy.Apply = v1alpha1.ApplyOnApproval })
+	m := e.awaitMigration("ApprovalRequired=True", converge, migrationCondition(v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval))
+	must(t, shared.c.Create(context.Background(), &v1alpha1.PtahMigrationApproval{ObjectMeta: metav1.ObjectMeta{Name: "unstamped", Namespace: e.ns},
+		Spec: v1alpha1.PtahMigrationApprovalSpec{MigrationName: "shop", PlanName: m.Status.Plan.Name, PlanFingerprint: m.Status.Plan.Fingerprint}}))
+	e.awaitMigration("the unstamped approval refused", 30*time.Second, func(m *v1alpha1.PtahMigration) bool {
+		return migrationCondition(v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval)(m) &&
+			strings.Contains(conditionMessage(m, v1alpha1.ConditionApprovalRequired), "refused unstamped: no approver stamped by admission")
+	})
+	if by := consumedBy(t, e, "unstamped"); by != "" || len(e.jobs("ptah-apply-")) != 0 || e.history() != "" {
+		t.Errorf("an unstamped approval: consumed by %q, Apply Jobs %v, history %q", by, names(e.jobs("ptah-apply-")), e.history())
+	}
+}

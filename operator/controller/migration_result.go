@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -477,17 +479,34 @@ func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.Pta
 		return reconcile.Result{}, fmt.Errorf("list PtahMigrationApprovals in %s: %w", m.Namespace, err)
 	}
 	var accepted *v1alpha1.PtahMigrationApproval
+	var unstamped []string
 	for i := range list.Items {
 		a := &list.Items[i]
-		if a.Spec.MigrationName == m.Name && a.Annotations[AnnotationConsumedBy] == "" &&
-			a.Spec.PlanName == m.Status.Plan.Name && a.Spec.PlanFingerprint == m.Status.Plan.Fingerprint &&
-			a.ApprovedBy != nil && a.ApprovedBy.Username != "" {
-			accepted = a
-			break
+		if a.Spec.MigrationName != m.Name || a.Annotations[AnnotationConsumedBy] != "" ||
+			a.Spec.PlanName != m.Status.Plan.Name || a.Spec.PlanFingerprint != m.Status.Plan.Fingerprint {
+			continue
 		}
+		// Only admission stamps an approver; an approval without one was
+		// not written through the cluster's approval policies.
+		if a.ApprovedBy == nil || a.ApprovedBy.Username == "" {
+			unstamped = append(unstamped, a.Name)
+			continue
+		}
+		accepted = a
+		break
 	}
 	if accepted == nil {
-		return reconcile.Result{}, nil
+		if len(unstamped) == 0 {
+			return reconcile.Result{}, nil
+		}
+		slices.Sort(unstamped)
+		msg := fmt.Sprintf("plan %s (fingerprint %s) needs a PtahMigrationApproval; refused %s: no approver stamped by admission",
+			m.Status.Plan.Name, m.Status.Plan.Fingerprint, strings.Join(unstamped, ", "))
+		if cur := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionApprovalRequired); cur != nil && cur.Message == msg {
+			return reconcile.Result{}, nil
+		}
+		setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval, msg)
+		return reconcile.Result{}, r.save(ctx, m)
 	}
 	// The claim names the approval before the approval is marked consumed,
 	// and dispatch completes the marking, as for schemas.
