@@ -444,17 +444,19 @@ func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigr
 	return reconcile.Result{}, r.save(ctx, m)
 }
 
-// specCurrent reports whether m's spec is the one the API server holds. It
-// is asked last before an Apply Job is created: the spec this reconcile
-// read may be older than an edit already made (policy Never, suspend, a
-// new target), which must stop the Apply before it exists; the next
-// reconcile reads the edit and retires the claim.
+// specCurrent reports whether the spec the API server holds is the
+// generation the claim was decided under (status.observedGeneration; a
+// metadata patch may have brought m a newer generation number without its
+// spec). It is asked last before an Apply Job is created: an edit made
+// since the spec was read (policy Never, suspend, a new target) must stop
+// the Apply before it exists; the next reconcile reads the edit and
+// retires the claim.
 func (r *MigrationReconciler) specCurrent(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
 	var now v1alpha1.PtahMigration
 	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, &now); err != nil {
 		return false, fmt.Errorf("read PtahMigration %s/%s before creating its Apply Job: %w", m.Namespace, m.Name, err)
 	}
-	return now.Generation == m.Generation, nil
+	return now.Generation == m.Status.ObservedGeneration, nil
 }
 
 // snapshot is the admission snapshot check of the schema reconciler's

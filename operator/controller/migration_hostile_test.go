@@ -690,44 +690,66 @@ func TestMigrationUnresolvedRunOutlivesAForgedAnnotation(t *testing.T) {
 
 // TestMigrationNeverWhileTheApplyIsDispatched: the spec is changed to
 // policy.apply Never while the manager dispatches an Apply it decided on
-// under Always, after it read the spec and before it created the Job (the
-// interceptor makes the edit as the Apply's credential is created: a race
-// that cannot be provoked at will otherwise). No Apply Job is created, and
-// the migration ends blocked by the policy with nothing applied.
+// under Always, after it read the spec and before it created the Job: as
+// it puts its finalizer on (whose patch answers with the new generation)
+// or as it creates the Apply's credential. The interceptor makes the edit
+// at that moment, a race that cannot be provoked at will otherwise. No
+// Apply Job is created, and the migration ends blocked by the policy with
+// nothing applied.
 func TestMigrationNeverWhileTheApplyIsDispatched(t *testing.T) {
 	t.Parallel()
-	var edited atomic.Bool
-	var ns string
-	e := newEnv(t, func(o *envOption) {
-		o.migration = func(r *MigrationReconciler) {
-			r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
-				Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-					if _, ok := o.(*corev1.ServiceAccount); ok && !edited.Load() {
-						var m v1alpha1.PtahMigration
-						if err := shared.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &m); err == nil &&
-							m.Status.ActiveOperation != nil && m.Status.ActiveOperation.Type == v1alpha1.OperationApply {
-							m.Spec.Policy.Apply = v1alpha1.ApplyNever
-							if err := shared.c.Update(ctx, &m); err != nil {
-								return err
+	for _, at := range []string{"finalizer", "credential"} {
+		t.Run("at the "+at, func(t *testing.T) {
+			t.Parallel()
+			var edited atomic.Bool
+			var ns string
+			edit := func(ctx context.Context) error {
+				var m v1alpha1.PtahMigration
+				if err := shared.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &m); err != nil || edited.Load() ||
+					m.Status.ActiveOperation == nil || m.Status.ActiveOperation.Type != v1alpha1.OperationApply {
+					return err
+				}
+				m.Spec.Policy.Apply = v1alpha1.ApplyNever
+				if err := shared.c.Update(ctx, &m); err != nil {
+					return err
+				}
+				edited.Store(true)
+				return nil
+			}
+			e := newEnv(t, func(o *envOption) {
+				o.migration = func(r *MigrationReconciler) {
+					r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
+						Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+							if _, ok := o.(*v1alpha1.PtahMigration); ok && at == "finalizer" {
+								if err := edit(ctx); err != nil {
+									return err
+								}
 							}
-							edited.Store(true)
-						}
-					}
-					return c.Create(ctx, o, opts...)
-				},
+							return c.Patch(ctx, o, p, opts...)
+						},
+						Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+							if _, ok := o.(*corev1.ServiceAccount); ok && at == "credential" {
+								if err := edit(ctx); err != nil {
+									return err
+								}
+							}
+							return c.Create(ctx, o, opts...)
+						},
+					})
+				}
 			})
-		}
-	})
-	ns = e.ns
-	e.migration(pushMigrations(t, "racing-"+e.ns, migrationsV1))
-	m := e.awaitMigration("Ready=False (PolicyBlocked) after the edit", converge, func(m *v1alpha1.PtahMigration) bool {
-		return edited.Load() && m.Status.ActiveOperation == nil && migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked)(m)
-	})
-	if h, applies := e.history(), e.jobs("ptah-apply-"); h != "" || len(applies) != 0 {
-		t.Errorf("an Apply decided under Always ran after the spec said Never: history %q, Apply Jobs %v", h, names(applies))
-	}
-	if m.Status.Plan == nil || m.Status.Phase != v1alpha1.PhaseReadyToApply {
-		t.Errorf("under Never: phase %s, plan %+v", m.Status.Phase, m.Status.Plan)
+			ns = e.ns
+			e.migration(pushMigrations(t, "racing-"+at+"-"+e.ns, migrationsV1))
+			m := e.awaitMigration("Ready=False (PolicyBlocked) after the edit", converge, func(m *v1alpha1.PtahMigration) bool {
+				return edited.Load() && m.Status.ActiveOperation == nil && migrationCondition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked)(m)
+			})
+			if h, applies := e.history(), e.jobs("ptah-apply-"); h != "" || len(applies) != 0 {
+				t.Errorf("an Apply decided under Always ran after the spec said Never: history %q, Apply Jobs %v", h, names(applies))
+			}
+			if m.Status.Plan == nil || m.Status.Phase != v1alpha1.PhaseReadyToApply {
+				t.Errorf("under Never: phase %s, plan %+v", m.Status.Phase, m.Status.Plan)
+			}
+		})
 	}
 }
 
