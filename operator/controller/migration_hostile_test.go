@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/artifact"
@@ -769,5 +770,49 @@ func TestMigrationUnstampedApprovalIsRefused(t *testing.T) {
 	})
 	if by := consumedBy(t, e, "unstamped"); by != "" || len(e.jobs("ptah-apply-")) != 0 || e.history() != "" {
 		t.Errorf("an unstamped approval: consumed by %q, Apply Jobs %v, history %q", by, names(e.jobs("ptah-apply-")), e.history())
+	}
+}
+
+// TestMigrationEditWhileTheFinalizerIsRemoved: after an Apply, the manager
+// removes its finalizer; the spec is changed to a new artifact just before
+// that patch reaches the API server (the interceptor makes the edit then),
+// so the patch answers with a generation whose spec the manager has not
+// read. The new generation is still read and applied, well before the
+// interval, and status never records it observed with the old artifact.
+func TestMigrationEditWhileTheFinalizerIsRemoved(t *testing.T) {
+	t.Parallel()
+	var edited atomic.Bool
+	var ns, next string
+	e := newEnv(t, func(o *envOption) {
+		o.migration = func(r *MigrationReconciler) {
+			r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, o client.Object, p client.Patch, opts ...client.PatchOption) error {
+					if mo, ok := o.(*v1alpha1.PtahMigration); ok && next != "" && !controllerutil.ContainsFinalizer(mo, FinalizerMigration) && !edited.Load() {
+						var m v1alpha1.PtahMigration
+						if err := shared.c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shop"}, &m); err != nil {
+							return err
+						}
+						m.Spec.Migrations.OCIRef = next
+						if err := shared.c.Update(ctx, &m); err != nil {
+							return err
+						}
+						edited.Store(true)
+					}
+					return c.Patch(ctx, o, p, opts...)
+				},
+			})
+		}
+	})
+	ns = e.ns
+	ref := pushMigrations(t, "finalizer-"+e.ns, migrationsV1)
+	next = pushMigrations(t, "finalizer2-"+e.ns, with(migrationsV1, "0004_notes.up.sql", "ALTER TABLE orders ADD COLUMN note text;\n"))
+	e.migration(ref)
+	m := e.awaitMigration("the edit made as the finalizer is removed", converge, func(m *v1alpha1.PtahMigration) bool { return edited.Load() })
+	m = migrated(e, 4)
+	if m.Spec.Migrations.OCIRef != next || m.Status.Source == nil || !strings.HasSuffix(next, m.Status.Source.ResolvedDigest) {
+		t.Errorf("status source %+v for spec %s", m.Status.Source, m.Spec.Migrations.OCIRef)
+	}
+	if h := e.history(); h != "1 2 3 4" {
+		t.Errorf("history %q", h)
 	}
 }

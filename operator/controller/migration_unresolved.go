@@ -203,13 +203,21 @@ func (r *MigrationReconciler) keepMetadata(ctx context.Context, m *v1alpha1.Ptah
 
 // patchMetadata patches what mutate changes in m's metadata and takes the
 // metadata the API server answers with, keeping the status m holds: it may
-// carry decisions not yet written.
+// carry decisions not yet written. An answer of another generation means
+// the spec changed since m was read: m's spec is not that generation's, so
+// a conflict sends the reconcile back to read it, rather than let m carry
+// the new generation with the old spec (decided on, and recorded as
+// observed, under the new number).
 func (r *MigrationReconciler) patchMetadata(ctx context.Context, m *v1alpha1.PtahMigration, mutate func(*v1alpha1.PtahMigration)) error {
 	o := m.DeepCopy()
 	patch := ctrl.MergeFrom(o.DeepCopy())
 	mutate(o)
 	if err := r.Client.Patch(ctx, o, patch); err != nil {
 		return err
+	}
+	if o.Generation != m.Generation {
+		return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("ptahmigrations").GroupResource(), m.Name,
+			fmt.Errorf("the spec changed to generation %d while generation %d was reconciled", o.Generation, m.Generation))
 	}
 	m.ObjectMeta = o.ObjectMeta
 	return nil
