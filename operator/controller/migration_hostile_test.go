@@ -162,6 +162,9 @@ func TestMigrationStaleApprovalIsRefused(t *testing.T) {
 	if by := consumedBy(t, e, "second"); by != "" {
 		t.Errorf("an approval of a stale plan was consumed by %s", by)
 	}
+	e.awaitMigration("the stale approval named as not consumed", 10*time.Second, func(m *v1alpha1.PtahMigration) bool {
+		return strings.Contains(conditionMessage(m, v1alpha1.ConditionApprovalRequired), "not consumed second: written for another plan")
+	})
 	approveAs(t, e, "third", third)
 	migrated(e, 4)
 	if h, n := e.history(), e.query("SELECT count(*)::text FROM audit"); h != "1 2 3 4" || n != "1" {

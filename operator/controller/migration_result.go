@@ -479,11 +479,14 @@ func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.Pta
 		return reconcile.Result{}, fmt.Errorf("list PtahMigrationApprovals in %s: %w", m.Namespace, err)
 	}
 	var accepted *v1alpha1.PtahMigrationApproval
-	var unstamped []string
+	var unstamped, stale []string
 	for i := range list.Items {
 		a := &list.Items[i]
-		if a.Spec.MigrationName != m.Name || a.Annotations[AnnotationConsumedBy] != "" ||
-			a.Spec.PlanName != m.Status.Plan.Name || a.Spec.PlanFingerprint != m.Status.Plan.Fingerprint {
+		if a.Spec.MigrationName != m.Name || a.Annotations[AnnotationConsumedBy] != "" {
+			continue
+		}
+		if a.Spec.PlanName != m.Status.Plan.Name || a.Spec.PlanFingerprint != m.Status.Plan.Fingerprint {
+			stale = append(stale, a.Name)
 			continue
 		}
 		// Only admission stamps an approver; an approval without one was
@@ -496,12 +499,19 @@ func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.Pta
 		break
 	}
 	if accepted == nil {
-		if len(unstamped) == 0 {
+		if len(unstamped) == 0 && len(stale) == 0 {
 			return reconcile.Result{}, nil
 		}
-		slices.Sort(unstamped)
-		msg := fmt.Sprintf("plan %s (fingerprint %s) needs a PtahMigrationApproval; refused %s: no approver stamped by admission",
-			m.Status.Plan.Name, m.Status.Plan.Fingerprint, strings.Join(unstamped, ", "))
+		// The approvals that will not be consumed are named, so that no one
+		// waits on one.
+		msg := fmt.Sprintf("plan %s (versions %s) needs a PtahMigrationApproval naming plan %s and fingerprint %s",
+			m.Status.Plan.Name, versionList(m.Status.Plan.Versions), m.Status.Plan.Name, m.Status.Plan.Fingerprint)
+		if len(unstamped) > 0 {
+			msg += fmt.Sprintf("; refused %s: no approver stamped by admission", approvalNames(unstamped))
+		}
+		if len(stale) > 0 {
+			msg += fmt.Sprintf("; not consumed %s: written for another plan", approvalNames(stale))
+		}
 		if cur := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionApprovalRequired); cur != nil && cur.Message == msg {
 			return reconcile.Result{}, nil
 		}
@@ -518,6 +528,15 @@ func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.Pta
 		return reconcile.Result{}, err
 	}
 	return r.dispatch(ctx, m)
+}
+
+// approvalNames lists names in order, the first ten of them.
+func approvalNames(names []string) string {
+	slices.Sort(names)
+	if len(names) > 10 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:10], ", "), len(names)-10)
+	}
+	return strings.Join(names, ", ")
 }
 
 // consumeApproval marks the approval Apply claim c names as consumed by it.
