@@ -195,11 +195,14 @@ func (r *MigrationReconciler) resolve(m *v1alpha1.PtahMigration) {
 // failed pulling the artifact, before ptah reached the database: a digest
 // the registry does not hold or a registry that refuses the credentials
 // (ArtifactResolved), an artifact of another type or whose files do not
-// match its ptah.sum (ArtifactVerified). It reports whether child is such
-// a failure. The registry's answers are told from the database's, which
-// share the codes auth and connection, by naming the registry host.
-func (r *MigrationReconciler) artifactRefused(m *v1alpha1.PtahMigration, child *v1alpha1.OperationError) bool {
-	if child == nil {
+// match its ptah.sum (ArtifactVerified). It reports whether rec is such
+// a failure: one that carries no reading of the history, so ptah stopped
+// before the database. The registry's answers are told from the
+// database's, which share the codes auth and connection, by naming the
+// registry host.
+func (r *MigrationReconciler) artifactRefused(m *v1alpha1.PtahMigration, rec *v1alpha1.PtahResultRecord) bool {
+	child := rec.Spec.ChildError
+	if child == nil || rec.Spec.Result != nil && rec.Spec.Result.Migrations != nil {
 		return false
 	}
 	host := registryHost(m.Spec.Migrations.OCIRef)

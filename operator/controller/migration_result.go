@@ -216,7 +216,7 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 	if child != nil {
 		childCode = child.Code
 	}
-	pulled := !r.artifactRefused(m, child)
+	pulled := !r.artifactRefused(m, rec)
 	switch report.Code(childCode) {
 	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty:
 		return r.historyRefused(ctx, m, c, child)
