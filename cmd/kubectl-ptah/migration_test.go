@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
@@ -57,6 +61,38 @@ func TestPluginShowsMigrations(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("kubectl ptah migration printed:\n%s\nwant it to contain %q", out.String(), want)
 		}
+	}
+
+	// The acknowledgment as printed, from its kubectl line to its EOF line,
+	// pasted into a shell, is created and names the run, and the shell
+	// reads no further than the printed command.
+	printed := out.String()
+	start := strings.Index(printed, "kubectl apply")
+	if start < 0 {
+		t.Fatalf("no kubectl apply command printed:\n%s", printed)
+	}
+	script := printed[strings.LastIndex(printed[:start], "\n")+1:]
+	for i, line := range strings.SplitAfter(script, "\n") {
+		if strings.TrimSpace(line) == "EOF" {
+			script = strings.Join(strings.SplitAfter(script, "\n")[:i+1], "")
+			break
+		}
+	}
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Fatal("kubectl is not on PATH; the printed command needs it")
+	}
+	sh := exec.Command("bash", "-c", script+"echo pasted-on")
+	sh.Env = append(os.Environ(), "KUBECONFIG="+api.Kubeconfig, "PATH="+filepath.Dir(kubectl)+":"+os.Getenv("PATH"))
+	shOut, err := sh.CombinedOutput()
+	if err != nil || strings.Contains(string(shOut), "warning") || !strings.Contains(string(shOut), "pasted-on") {
+		t.Errorf("the printed acknowledgment, pasted into bash: %v\n%s\nprinted:\n%s", err, shOut, script)
+	}
+	var pasted v1alpha1.PtahMigrationRunAcknowledgment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "ledger-ack-abcdef012345"}, &pasted); err != nil {
+		t.Errorf("the printed acknowledgment was not created: %v", err)
+	} else if pasted.Spec.MigrationName != "ledger" || pasted.Spec.Operation != "sha256:abcdef0123456789" {
+		t.Errorf("the printed acknowledgment names %+v", pasted.Spec)
 	}
 
 	// Settled: the plan's versions are what is pending.

@@ -87,7 +87,7 @@ func TestMigrationCRDValidation(t *testing.T) {
 	refuseEach(t, ctx, c, validMigration, []fieldRefusal{
 		// A tag can be moved: a version applied from one artifact must never
 		// be read again from another.
-		{"migrations by tag alone", []string{"spec", "migrations", "ociRef"}, "oci://127.0.0.1:5000/shop/migrations:v3", []string{"spec.migrations.ociRef", "should match"}},
+		{"migrations by tag alone", []string{"spec", "migrations", "ociRef"}, "oci://127.0.0.1:5000/shop/migrations:v3", []string{"spec.migrations.ociRef", "must be pinned by digest", "a tag alone can be moved"}},
 		{"migrations with a short digest", []string{"spec", "migrations", "ociRef"}, "oci://127.0.0.1:5000/shop/migrations@sha256:abc", []string{"spec.migrations.ociRef", "should match"}},
 		{"migrations missing", []string{"spec", "migrations"}, nil, []string{"spec.migrations", "Required value"}},
 		{"target version that is no number", []string{"spec", "targetVersion"}, "v3", []string{"spec.targetVersion", "should match"}},

@@ -526,7 +526,8 @@ func (e *env) jobs(prefix string) []batchv1.Job {
 }
 
 // assertNoPassword searches everything the test produced for the planted
-// database password: schemas' status, Events, plans, result records, Jobs'
+// database password and the registry's password: schemas' and migrations'
+// status, Events, plans, approvals, acknowledgments, result records, Jobs'
 // and Pods' specs and status, and every manager log line.
 func (e *env) assertNoPassword() {
 	t := e.t
@@ -548,14 +549,17 @@ func (e *env) assertNoPassword() {
 	add("PtahSchemaApproval", &v1alpha1.PtahSchemaApprovalList{})
 	add("PtahMigration", &v1alpha1.PtahMigrationList{})
 	add("PtahMigrationPlan", &v1alpha1.PtahMigrationPlanList{})
+	add("PtahMigrationApproval", &v1alpha1.PtahMigrationApprovalList{})
+	add("PtahMigrationRunAcknowledgment", &v1alpha1.PtahMigrationRunAcknowledgmentList{})
 	add("Event", &corev1.EventList{})
 	add("Job", &batchv1.JobList{})
 	add("Pod", &corev1.PodList{})
 	texts = append(texts, e.logs.String())
 	for _, s := range texts {
-		if strings.Contains(s, e.password) {
-			i := strings.Index(s, e.password)
-			t.Errorf("the planted database password appears in %.60s... near %q", s, s[max(0, i-80):i])
+		for what, secret := range map[string]string{"database": e.password, "registry": shared.reg.Password} {
+			if i := strings.Index(s, secret); i >= 0 {
+				t.Errorf("the %s password appears in %.60s... near %q", what, s, s[max(0, i-80):i])
+			}
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/report"
 	"ptah.run/operator/operator/runner"
 )
 
@@ -188,6 +189,39 @@ func (r *MigrationReconciler) resolve(m *v1alpha1.PtahMigration) {
 	}
 	setCondition(m, v1alpha1.ConditionArtifactResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved, fmt.Sprintf("%s is pinned by digest %s", ref, digest))
 	setCondition(m, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy, "a migrations artifact has no verification policy; every pull checks its content against the digest")
+}
+
+// artifactRefused records on the artifact's conditions a reading that
+// failed pulling the artifact, before ptah reached the database: a digest
+// the registry does not hold or a registry that refuses the credentials
+// (ArtifactResolved), an artifact of another type or whose files do not
+// match its ptah.sum (ArtifactVerified). It reports whether rec is such
+// a failure: one that carries no reading of the history, so ptah stopped
+// before the database. The registry's answers are told from the
+// database's, which share the codes auth and connection, by naming the
+// registry host.
+func (r *MigrationReconciler) artifactRefused(m *v1alpha1.PtahMigration, rec *v1alpha1.PtahResultRecord) bool {
+	child := rec.Spec.ChildError
+	if child == nil || rec.Spec.Result != nil && rec.Spec.Result.Migrations != nil {
+		return false
+	}
+	host := registryHost(m.Spec.Migrations.OCIRef)
+	cond, reason := v1alpha1.ConditionArtifactResolved, v1alpha1.ReasonResolveFailed
+	switch report.Code(child.Code) {
+	case report.NotFound:
+	case report.ArtifactType, report.ChecksumMismatch:
+		cond, reason = v1alpha1.ConditionArtifactVerified, v1alpha1.ReasonVerificationRefused
+	case report.Auth, report.Connection:
+		if !strings.Contains(child.Message, " on "+host+"/") && !strings.Contains(child.Message, "registry "+host) {
+			return false
+		}
+	default:
+		return false
+	}
+	msg := fmt.Sprintf("pulling %s failed before the database was read: %s: %s", m.Spec.Migrations.OCIRef, child.Code, bound(child.Message, maxCause))
+	setCondition(m, cond, metav1.ConditionFalse, reason, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	return true
 }
 
 // discard drops the active claim: its Job (if dispatched), its credential,
@@ -382,6 +416,11 @@ func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigr
 			"issuing the result credential %s for %s operation %s failed, retrying in %s: %v", credentialName(c), c.Type, c.JobName, credentialRetry, err)
 		return reconcile.Result{RequeueAfter: credentialRetry}, nil
 	}
+	if c.Type == v1alpha1.OperationApply {
+		if current, err := r.specCurrent(ctx, m); !current || err != nil {
+			return reconcile.Result{Requeue: err == nil}, err
+		}
+	}
 	j := r.job(m, c)
 	err := r.Client.Create(ctx, j)
 	switch {
@@ -406,6 +445,21 @@ func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigr
 			fmt.Sprintf("applying plan %s (versions %s), attempt %d", migrationPlanRef(m), versionList(planVersions(m)), c.Attempt))
 	}
 	return reconcile.Result{}, r.save(ctx, m)
+}
+
+// specCurrent reports whether the spec the API server holds is the
+// generation the claim was decided under (status.observedGeneration; a
+// metadata patch may have brought m a newer generation number without its
+// spec). It is asked last before an Apply Job is created: an edit made
+// since the spec was read (policy Never, suspend, a new target) must stop
+// the Apply before it exists; the next reconcile reads the edit and
+// retires the claim.
+func (r *MigrationReconciler) specCurrent(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	var now v1alpha1.PtahMigration
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, &now); err != nil {
+		return false, fmt.Errorf("read PtahMigration %s/%s before creating its Apply Job: %w", m.Namespace, m.Name, err)
+	}
+	return now.Generation == m.Status.ObservedGeneration, nil
 }
 
 // snapshot is the admission snapshot check of the schema reconciler's

@@ -2,11 +2,15 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +43,7 @@ func (r *MigrationReconciler) consume(ctx context.Context, m *v1alpha1.PtahMigra
 // observed turns a reading of the history into the next step: a reading
 // settles an unresolved run, then the plan goes through the policy gate.
 func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, mr *v1alpha1.MigrationResult) (reconcile.Result, error) {
+	r.resolve(m) // the artifact was pulled: a refusal of an earlier pull no longer holds
 	setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionTrue, v1alpha1.ReasonConnected, fmt.Sprintf("the %s operation read the migration history", c.Type))
 	m.Status.AppliedVersion = mr.Current
 	if m.Status.UnresolvedRun != nil {
@@ -47,6 +52,9 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 		}
 	}
 	target := targetVersion(m)
+	if target > mr.Current && !slices.ContainsFunc(mr.Pending, func(p v1alpha1.PendingMigration) bool { return p.Version == target }) {
+		return r.targetMissing(ctx, m, c, mr, target)
+	}
 	var pending []v1alpha1.PendingMigration
 	for _, p := range mr.Pending {
 		if target == 0 || p.Version <= target {
@@ -56,11 +64,8 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 	if len(pending) == 0 {
 		m.Status.Plan = nil
 		msg := fmt.Sprintf("a fresh reading of the history at generation %d shows version %d applied and nothing pending up to target %s", m.Generation, mr.Current, targetName(m))
-		switch {
-		case target > 0 && mr.Current > target:
+		if target > 0 && mr.Current > target {
 			msg = fmt.Sprintf("version %d is applied, above target %d: migrations only go up, so nothing is applied", mr.Current, target)
-		case target > 0 && mr.Current < target && len(mr.Pending) == 0:
-			msg = fmt.Sprintf("the artifact has no version up to target %d beyond the applied %d", target, mr.Current)
 		}
 		setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
 		setCondition(m, v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged, msg)
@@ -70,6 +75,9 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 		return r.finish(ctx, m, c, "", 0, r.interval(m))
 	}
 	p, err := r.publish(ctx, m, mr, pending)
+	if foreign := (*foreignPlan)(nil); errors.As(err, &foreign) {
+		return r.planRefused(ctx, m, c, foreign.Error())
+	}
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -101,6 +109,28 @@ func (r *MigrationReconciler) observed(ctx context.Context, m *v1alpha1.PtahMigr
 		}
 		return r.awaitApproval(ctx, m)
 	}
+}
+
+// targetMissing refuses a named target version above the applied one that
+// the artifact does not hold: applying up to it would report in sync at a
+// version nobody declared. Nothing is planned until the spec or the
+// artifact changes.
+func (r *MigrationReconciler) targetMissing(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, mr *v1alpha1.MigrationResult, target int64) (reconcile.Result, error) {
+	above := make([]int64, len(mr.Pending))
+	for i, p := range mr.Pending {
+		above[i] = p.Version
+	}
+	msg := fmt.Sprintf("spec.targetVersion %d is not a version of artifact %s (its versions above the applied %d: %s), so nothing is applied; set spec.targetVersion to one of them or to latest",
+		target, m.Status.Source.ResolvedDigest, mr.Current, versionList(above))
+	m.Status.Plan = nil
+	m.Status.LastFailure = &v1alpha1.Failure{Code: "target_version_missing", Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
+	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "nothing is planned")
+	m.Status.Phase = v1alpha1.PhaseBlocked
+	return r.finish(ctx, m, c, "", 0, r.interval(m))
 }
 
 func targetName(m *v1alpha1.PtahMigration) string {
@@ -139,12 +169,41 @@ func (r *MigrationReconciler) publish(ctx context.Context, m *v1alpha1.PtahMigra
 		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, &have); err != nil {
 			return nil, fmt.Errorf("read PtahMigrationPlan %s/%s: %w", p.Namespace, p.Name, err)
 		}
+		// The name is derived from the fingerprint, so anyone who may
+		// create plans can take it first: a plan is only taken as this
+		// reading's when it says exactly what the reading computed.
+		if !equality.Semantic.DeepEqual(have.Spec, p.Spec) {
+			return nil, &foreignPlan{name: p.Name}
+		}
 		return &have, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("publish PtahMigrationPlan %s/%s for PtahMigration %s: %w", p.Namespace, p.Name, m.Name, err)
 	}
 	return p, nil
+}
+
+// foreignPlan is a PtahMigrationPlan under the name of the plan a reading
+// computed that does not hold that plan.
+type foreignPlan struct{ name string }
+
+func (f *foreignPlan) Error() string {
+	return fmt.Sprintf("PtahMigrationPlan %s exists and does not hold the plan this reading computed under its name (the manager did not publish it); nothing is planned or applied until it is deleted", f.name)
+}
+
+// planRefused stops at a plan object nobody may approve: what it shows is
+// not what an Apply would run.
+func (r *MigrationReconciler) planRefused(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, msg string) (reconcile.Result, error) {
+	warning(r.Events, m, v1alpha1.EventOperationFailed, "Plan", "%s", msg)
+	m.Status.Plan = nil
+	m.Status.LastFailure = &v1alpha1.Failure{Code: "plan_foreign", Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
+	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "nothing is planned")
+	m.Status.Phase = v1alpha1.PhaseBlocked
+	return r.finish(ctx, m, c, "", 0, r.interval(m))
 }
 
 // readingFailed decides on a reading's error record: a history that refuses
@@ -157,6 +216,7 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 	if child != nil {
 		childCode = child.Code
 	}
+	pulled := !r.artifactRefused(m, rec)
 	switch report.Code(childCode) {
 	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty, report.NotTransactional:
 		return r.historyRefused(ctx, m, c, child)
@@ -167,7 +227,9 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 				u.Database, u.Operation, u.JobName, child.Message, durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry))
 		}
 	case report.Connection, report.Auth:
-		setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
+		if pulled {
+			setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
+		}
 	}
 	if e.Code == runner.ErrProtocolMismatch {
 		warning(r.Events, m, v1alpha1.EventRunnerProtocolMismatch, "Run",
@@ -432,17 +494,44 @@ func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.Pta
 		return reconcile.Result{}, fmt.Errorf("list PtahMigrationApprovals in %s: %w", m.Namespace, err)
 	}
 	var accepted *v1alpha1.PtahMigrationApproval
+	var unstamped, stale []string
 	for i := range list.Items {
 		a := &list.Items[i]
-		if a.Spec.MigrationName == m.Name && a.Annotations[AnnotationConsumedBy] == "" &&
-			a.Spec.PlanName == m.Status.Plan.Name && a.Spec.PlanFingerprint == m.Status.Plan.Fingerprint &&
-			a.ApprovedBy != nil && a.ApprovedBy.Username != "" {
-			accepted = a
-			break
+		if a.Spec.MigrationName != m.Name || a.Annotations[AnnotationConsumedBy] != "" {
+			continue
 		}
+		if a.Spec.PlanName != m.Status.Plan.Name || a.Spec.PlanFingerprint != m.Status.Plan.Fingerprint {
+			stale = append(stale, a.Name)
+			continue
+		}
+		// Only admission stamps an approver; an approval without one was
+		// not written through the cluster's approval policies.
+		if a.ApprovedBy == nil || a.ApprovedBy.Username == "" {
+			unstamped = append(unstamped, a.Name)
+			continue
+		}
+		accepted = a
+		break
 	}
 	if accepted == nil {
-		return reconcile.Result{}, nil
+		if len(unstamped) == 0 && len(stale) == 0 {
+			return reconcile.Result{}, nil
+		}
+		// The approvals that will not be consumed are named, so that no one
+		// waits on one.
+		msg := fmt.Sprintf("plan %s (versions %s) needs a PtahMigrationApproval naming plan %s and fingerprint %s",
+			m.Status.Plan.Name, versionList(m.Status.Plan.Versions), m.Status.Plan.Name, m.Status.Plan.Fingerprint)
+		if len(unstamped) > 0 {
+			msg += fmt.Sprintf("; refused %s: no approver stamped by admission", approvalNames(unstamped))
+		}
+		if len(stale) > 0 {
+			msg += fmt.Sprintf("; not consumed %s: written for another plan", approvalNames(stale))
+		}
+		if cur := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionApprovalRequired); cur != nil && cur.Message == msg {
+			return reconcile.Result{}, nil
+		}
+		setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval, msg)
+		return reconcile.Result{}, r.save(ctx, m)
 	}
 	// The claim names the approval before the approval is marked consumed,
 	// and dispatch completes the marking, as for schemas.
@@ -454,6 +543,15 @@ func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.Pta
 		return reconcile.Result{}, err
 	}
 	return r.dispatch(ctx, m)
+}
+
+// approvalNames lists names in order, the first ten of them.
+func approvalNames(names []string) string {
+	slices.Sort(names)
+	if len(names) > 10 {
+		return fmt.Sprintf("%s and %d more", strings.Join(names[:10], ", "), len(names)-10)
+	}
+	return strings.Join(names, ", ")
 }
 
 // consumeApproval marks the approval Apply claim c names as consumed by it.

@@ -203,7 +203,11 @@ func (r *MigrationReconciler) keepMetadata(ctx context.Context, m *v1alpha1.Ptah
 
 // patchMetadata patches what mutate changes in m's metadata and takes the
 // metadata the API server answers with, keeping the status m holds: it may
-// carry decisions not yet written.
+// carry decisions not yet written. An answer of another generation means
+// the spec changed since m was read: m's spec is not that generation's, so
+// a conflict sends the reconcile back to read it, rather than let m carry
+// the new generation with the old spec (decided on, and recorded as
+// observed, under the new number).
 func (r *MigrationReconciler) patchMetadata(ctx context.Context, m *v1alpha1.PtahMigration, mutate func(*v1alpha1.PtahMigration)) error {
 	o := m.DeepCopy()
 	patch := ctrl.MergeFrom(o.DeepCopy())
@@ -211,29 +215,70 @@ func (r *MigrationReconciler) patchMetadata(ctx context.Context, m *v1alpha1.Pta
 	if err := r.Client.Patch(ctx, o, patch); err != nil {
 		return err
 	}
+	if o.Generation != m.Generation {
+		return apierrors.NewConflict(v1alpha1.GroupVersion.WithResource("ptahmigrations").GroupResource(), m.Name,
+			fmt.Errorf("the spec changed to generation %d while generation %d was reconciled", o.Generation, m.Generation))
+	}
 	m.ObjectMeta = o.ObjectMeta
 	return nil
 }
 
 // restore puts back the unresolved run of a resource that came back with
-// the annotation but without the run in its status.
+// the annotation but without the run in its status. An annotation that
+// holds no run status could record was not written by a manager (every copy
+// is of a recorded run): it is removed, so that a hand-written one neither
+// stops the migration nor lingers.
 func (r *MigrationReconciler) restore(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
 	copied, ok := m.Annotations[AnnotationUnresolvedRun]
 	if !ok || m.Status.UnresolvedRun != nil {
 		return false, nil
 	}
-	var u v1alpha1.UnresolvedRun
-	if err := json.Unmarshal([]byte(copied), &u); err != nil || u.Operation == "" {
-		log.FromContext(ctx).Error(err, "the unresolved-run annotation holds no run; it is left as it is", "annotation", AnnotationUnresolvedRun)
+	u, why := parseUnresolvedRun(copied)
+	if u == nil {
+		log.FromContext(ctx).Info("the unresolved-run annotation holds no run a manager recorded; it is removed", "annotation", AnnotationUnresolvedRun, "why", why)
+		if err := r.patchMetadata(ctx, m, func(o *v1alpha1.PtahMigration) { delete(o.Annotations, AnnotationUnresolvedRun) }); err != nil {
+			return false, fmt.Errorf("remove the unreadable %s annotation of PtahMigration %s/%s: %w", AnnotationUnresolvedRun, m.Namespace, m.Name, err)
+		}
 		return false, nil
 	}
-	m.Status.UnresolvedRun = &u
+	m.Status.UnresolvedRun = u
 	setUnresolvedCondition(m)
 	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonRunOutcomeUnknown, "an unresolved run was restored from the "+AnnotationUnresolvedRun+" annotation")
+	if err := r.save(ctx, m); err != nil {
+		return false, err
+	}
 	warning(r.Events, m, v1alpha1.EventUnresolvedRunRestored, "Restore",
 		"PtahMigration %s came back without the record of Apply operation %s (Job %s, versions %s over version %d, database %s) in its status, as a restore that drops status does; it was put back from its %s annotation, and nothing is planned until a reading or a PtahMigrationRunAcknowledgment settles it",
 		m.Name, u.Operation, u.JobName, versionList(u.Versions), u.FromVersion, u.Database, AnnotationUnresolvedRun)
-	return true, r.save(ctx, m)
+	return true, nil
+}
+
+// parseUnresolvedRun reads the annotation copy of an unresolved run, and
+// refuses one that status.unresolvedRun's schema (the markers on
+// v1alpha1.UnresolvedRun) would refuse, saying why: a write of it would
+// fail at every reconcile.
+func parseUnresolvedRun(copied string) (*v1alpha1.UnresolvedRun, string) {
+	var u v1alpha1.UnresolvedRun
+	if err := json.Unmarshal([]byte(copied), &u); err != nil {
+		return nil, "not a run: " + err.Error()
+	}
+	switch {
+	case u.Operation == "" || len(u.Operation) > 128:
+		return nil, "operation is empty or longer than 128"
+	case len(u.JobName) > 63:
+		return nil, "jobName is longer than 63"
+	case u.Attempt < 1:
+		return nil, "attempt is below 1"
+	case u.FromVersion < 0:
+		return nil, "fromVersion is negative"
+	case len(u.Versions) > 4096:
+		return nil, "more than 4096 versions"
+	case len(u.Reason) > 4096:
+		return nil, "reason is longer than 4096"
+	case len(u.Database) > 512:
+		return nil, "database is longer than 512"
+	}
+	return &u, ""
 }
 
 // deleting waits for a running Apply to end (the finalizer keeps its Job
@@ -263,10 +308,7 @@ func (r *MigrationReconciler) deleting(ctx context.Context, m *v1alpha1.PtahMigr
 	}
 	if u == nil {
 		if copied, ok := m.Annotations[AnnotationUnresolvedRun]; ok {
-			var restored v1alpha1.UnresolvedRun
-			if json.Unmarshal([]byte(copied), &restored) == nil && restored.Operation != "" {
-				u = &restored
-			}
+			u, _ = parseUnresolvedRun(copied)
 		}
 	}
 	if u != nil {

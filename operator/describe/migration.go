@@ -125,20 +125,23 @@ func writeUnresolved(w io.Writer, m *v1alpha1.PtahMigration, u *v1alpha1.Unresol
 		fmt.Fprintf(w, " to %s", u.Database)
 	}
 	fmt.Fprintf(w, ", and ended without establishing what it committed: %s\n", oneLine(u.Reason))
-	fmt.Fprintln(w, "  Nothing is planned until a reading settles it or a person acknowledges what it did:")
-	fmt.Fprintf(w, `
-    kubectl apply -n %s -f - <<'EOF'
-    apiVersion: %s
-    kind: PtahMigrationRunAcknowledgment
-    metadata:
-      name: %s
-    spec:
-      migrationName: %s
-      operation: %s
-      outcome: Partial            # Applied, NotApplied or Partial
-      lastCommittedVersion: %d    # the last version the run committed; leave out for NotApplied
-      note: how this was established
-    EOF
+	fmt.Fprintln(w, "  Nothing is planned until a reading settles it or a person acknowledges what it did")
+	// Flush left: a shell ends the here-document only at an EOF line with
+	// nothing before it, so the command works pasted as printed.
+	fmt.Fprintf(w, `  (edit outcome and lastCommittedVersion, then paste):
+
+kubectl apply -n %s -f - <<'EOF'
+apiVersion: %s
+kind: PtahMigrationRunAcknowledgment
+metadata:
+  name: %s
+spec:
+  migrationName: %s
+  operation: %s
+  outcome: Partial          # Applied, NotApplied or Partial
+  lastCommittedVersion: %d  # the last version the run committed; leave out for NotApplied
+  note: how this was established
+EOF
 `, m.Namespace, v1alpha1.GroupVersion.String(), ackName(m.Name, u.Operation), m.Name, u.Operation, lastOr(u))
 }
 

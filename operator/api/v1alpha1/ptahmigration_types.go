@@ -14,6 +14,7 @@ type MigrationsSource struct {
 	// from a different artifact by a later run.
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^oci://[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?@sha256:[a-f0-9]{64}$`
+	// +kubebuilder:validation:XValidation:rule="self.matches('@sha256:[a-f0-9]{64}$')",message="must be pinned by digest, oci://HOST/REPOSITORY[:TAG]@sha256:<64 hex digits> (ptah migrations push prints it): a tag alone can be moved to other files"
 	// +required
 	OCIRef string `json:"ociRef"`
 	// RegistryAuthFrom is a Secret of type kubernetes.io/basic-auth (keys
