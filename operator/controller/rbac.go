@@ -32,7 +32,7 @@ package controller
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas/finalizers,verbs=update
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemaplans,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemaapprovals,verbs=get;list;watch;patch
-// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrations,verbs=list;watch;patch
+// +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrations,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrations/status,verbs=update
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrations/finalizers,verbs=update
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahmigrationplans,verbs=get;create
