@@ -122,11 +122,18 @@ func (r *MigrationReconciler) targetMissing(ctx context.Context, m *v1alpha1.Pta
 	}
 	msg := fmt.Sprintf("spec.targetVersion %d is not a version of artifact %s (its versions above the applied %d: %s), so nothing is applied; set spec.targetVersion to one of them or to latest",
 		target, m.Status.Source.ResolvedDigest, mr.Current, versionList(above))
+	return r.blocked(ctx, m, c, "target_version_missing", v1alpha1.ReasonConfigurationError, msg)
+}
+
+// blocked stops at a configuration nothing may be planned from until the
+// spec, the artifact or the objects it names change: failure code and
+// message, and inSync the reason InSync=False gives.
+func (r *MigrationReconciler) blocked(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, code, inSync, msg string) (reconcile.Result, error) {
 	m.Status.Plan = nil
-	m.Status.LastFailure = &v1alpha1.Failure{Code: "target_version_missing", Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
+	m.Status.LastFailure = &v1alpha1.Failure{Code: code, Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
 	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, msg)
 	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
-	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
+	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, inSync, msg)
 	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
 	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "nothing is planned")
 	m.Status.Phase = v1alpha1.PhaseBlocked
@@ -195,15 +202,7 @@ func (f *foreignPlan) Error() string {
 // not what an Apply would run.
 func (r *MigrationReconciler) planRefused(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, msg string) (reconcile.Result, error) {
 	warning(r.Events, m, v1alpha1.EventOperationFailed, "Plan", "%s", msg)
-	m.Status.Plan = nil
-	m.Status.LastFailure = &v1alpha1.Failure{Code: "plan_foreign", Message: msg, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
-	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, msg)
-	setCondition(m, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
-	setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, msg)
-	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonConfigurationError, msg)
-	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "nothing is planned")
-	m.Status.Phase = v1alpha1.PhaseBlocked
-	return r.finish(ctx, m, c, "", 0, r.interval(m))
+	return r.blocked(ctx, m, c, "plan_foreign", v1alpha1.ReasonChangesPending, msg)
 }
 
 // readingFailed decides on a reading's error record: a history that refuses
