@@ -30,6 +30,12 @@ var (
 		"0002_orders.up.sql":    "CREATE TABLE orders (id bigint PRIMARY KEY, customer_id bigint NOT NULL REFERENCES customers (id));\n",
 		"0003_audit.up.sql":     "CREATE TABLE audit (what text NOT NULL);\nINSERT INTO audit VALUES ('applied 3');\n",
 	}
+	// migrationsGapped is migrationsV1 with its third version numbered 5.
+	migrationsGapped = map[string]string{
+		"0001_customers.up.sql": migrationsV1["0001_customers.up.sql"],
+		"0002_orders.up.sql":    migrationsV1["0002_orders.up.sql"],
+		"0005_audit.up.sql":     migrationsV1["0003_audit.up.sql"],
+	}
 	bobOnce sync.Once
 	bob     client.Client
 )

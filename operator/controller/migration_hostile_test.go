@@ -188,11 +188,7 @@ func TestMigrationStaleApprovalIsRefused(t *testing.T) {
 func TestMigrationTargetVersion(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	gapped := map[string]string{
-		"0001_customers.up.sql": migrationsV1["0001_customers.up.sql"],
-		"0002_orders.up.sql":    migrationsV1["0002_orders.up.sql"],
-		"0005_audit.up.sql":     migrationsV1["0003_audit.up.sql"],
-	}
+	gapped := migrationsGapped
 	e.migration(pushMigrations(t, "target-"+e.ns, gapped), func(m *v1alpha1.PtahMigration) { m.Spec.TargetVersion = "4" })
 	missing := func(version string) func(*v1alpha1.PtahMigration) bool {
 		return func(m *v1alpha1.PtahMigration) bool {
@@ -542,11 +538,7 @@ func TestMigrationForeignPlanIsRefused(t *testing.T) {
 func TestMigrationHistoryRefusalsApplyNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	applied := map[string]string{
-		"0001_customers.up.sql": migrationsV1["0001_customers.up.sql"],
-		"0002_orders.up.sql":    migrationsV1["0002_orders.up.sql"],
-		"0005_audit.up.sql":     migrationsV1["0003_audit.up.sql"],
-	}
+	applied := migrationsGapped
 	six := "ALTER TABLE customers ADD COLUMN six text;\n"
 	e.migration(pushMigrations(t, "refusals-"+e.ns, applied))
 	migrated(e, 5)
