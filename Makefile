@@ -207,3 +207,9 @@ bench-census:
 bench-recorder:
 	$(GO) test ./recorder/execute -run '^$$' -bench Overhead -benchtime 300x -count 3
 	$(GO) test ./recorder/recording -run '^$$' -bench ScanCensus -benchtime 5x -count 3
+
+.PHONY: readonly-fuzz
+## readonly-fuzz: the long run of the generator of desired files with side-effecting expressions in every place
+## PostgreSQL takes one, against a target logging every statement (CHECKS=n cases, 300 by default)
+readonly-fuzz:
+	$(GO) test -count=1 -timeout 3h -run 'TestReadOnlyCommandsSendTheTargetOnlyReviewedStatements' ./cmd/ptah/ -rapid.checks=$(or $(CHECKS),300) -v | grep -E 'rapid|desired files|^(--- |ok|FAIL)'

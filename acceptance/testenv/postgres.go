@@ -13,6 +13,8 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,6 +33,7 @@ type Postgres struct {
 	SuperPassword string
 	Started       time.Duration
 	dataDir       string
+	logs          *lockedBuffer
 }
 
 // StartPostgres initialises a cluster in a temporary directory, starts it on
@@ -69,14 +72,15 @@ func StartPostgres(t testing.TB) *Postgres {
 	}
 	// A free port can be taken between the probe and the bind: try a few.
 	var srv *exec.Cmd
-	var logs bytes.Buffer
+	logs := &lockedBuffer{}
+	p.logs = logs
 	for attempt := 0; attempt < 5; attempt++ {
 		p.Port = freePort(t)
 		logs.Reset()
 		srv = exec.Command(filepath.Join(PostgresBinDir, "postgres"), "-D", p.dataDir, "-p", strconv.Itoa(p.Port),
 			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir,
 			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
-		srv.Stdout, srv.Stderr = &logs, &logs
+		srv.Stdout, srv.Stderr = logs, logs
 		// Pdeathsig stops the server if the test binary is killed outright.
 		srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 		if err := srv.Start(); err != nil {
@@ -97,7 +101,7 @@ func StartPostgres(t testing.TB) *Postgres {
 			p.Started = time.Since(start)
 			t.Logf("testenv: postgres 15 on %s:%d up in %s", p.Host, p.Port, p.Started.Round(time.Millisecond))
 			return p
-		} else if !bytes.Contains(logs.Bytes(), []byte("could not bind")) {
+		} else if !strings.Contains(logs.String(), "could not bind") {
 			_ = srv.Process.Kill()
 			t.Fatalf("testenv: postgres did not start: %v\n%s", err, logs.String())
 		}
@@ -190,4 +194,63 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// LogLinePrefix begins every entry of the log LogStatements turns on: the
+// time, the backend's pid, then user@database.
+const LogLinePrefix = "%m [%p] %q%u@%d "
+
+// LogStatements makes the server log every statement it receives
+// (log_statement=all), from the next statement of every session on.
+func (p *Postgres) LogStatements(t testing.TB) {
+	t.Helper()
+	p.Exec(t, "postgres", "ALTER SYSTEM SET log_statement = 'all'")
+	p.Exec(t, "postgres", "ALTER SYSTEM SET log_line_prefix = '"+LogLinePrefix+"'")
+	p.Exec(t, "postgres", "SELECT pg_reload_conf()")
+	p.SyncLog(t)
+}
+
+// SyncLog returns once everything the server logged before the call has
+// reached Log: it logs a statement of its own and waits to read it (with
+// log_statement=all; the reload of LogStatements also reaches backends
+// only asynchronously).
+func (p *Postgres) SyncLog(t testing.TB) {
+	t.Helper()
+	probe := "ptah_log_probe_" + randomHex(6)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(p.Log(), probe) {
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: log_statement=all did not take effect within 10s")
+		}
+		p.Exec(t, "postgres", "SELECT '"+probe+"'")
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Log is everything the server wrote to its standard output and error so far.
+func (p *Postgres) Log() string { return p.logs.String() }
+
+// lockedBuffer is the server's output: written by the process's copier
+// goroutine, read by tests.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(b)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+func (w *lockedBuffer) Reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.b.Reset()
 }

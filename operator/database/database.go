@@ -8,7 +8,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"hash/fnv"
 	"net"
 	"os"
@@ -20,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 
+	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/report"
 )
 
@@ -53,14 +53,17 @@ func Open(ctx context.Context, url string, connectTimeout time.Duration) (*DB, e
 
 // OpenReadOnly is Open for an operation that only reads: every transaction
 // of the session is read-only (default_transaction_read_only, a startup
-// parameter), so not even a bug in ptah can write through it.
+// parameter), so not even a bug in ptah can write through it, and every
+// statement is one of package catalogread's reviewed catalog reads: the
+// rest is refused before it is sent, since a read-only transaction still
+// runs functions that sleep, lock, signal other sessions or change settings.
 func OpenReadOnly(ctx context.Context, url string, connectTimeout time.Duration) (*DB, error) {
 	cfg, err := ParseURL(url)
 	if err != nil {
 		return nil, err
 	}
 	cfg.RuntimeParams["default_transaction_read_only"] = "on"
-	return OpenConfig(ctx, cfg, connectTimeout)
+	return openConfig(ctx, cfg, connectTimeout, catalogread.Check)
 }
 
 // ParseURL parses a database URL (or key=value connection string) into a
@@ -79,11 +82,22 @@ func ParseURL(url string) (*pgx.ConnConfig, error) {
 
 // OpenConfig connects with cfg and pings within connectTimeout.
 func OpenConfig(ctx context.Context, cfg *pgx.ConnConfig, connectTimeout time.Duration) (*DB, error) {
+	return openConfig(ctx, cfg, connectTimeout, nil)
+}
+
+// openConfig is OpenConfig whose connections send only the statements
+// check accepts, when check is not nil.
+func openConfig(ctx context.Context, cfg *pgx.ConnConfig, connectTimeout time.Duration, check func(string) error) (*DB, error) {
 	if connectTimeout > 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
 	target := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
-	db := &DB{DB: stdlib.OpenDB(*cfg), Target: target}
+	db := &DB{Target: target}
+	if check != nil {
+		db.DB = sql.OpenDB(guardedConnector{inner: stdlib.GetConnector(*cfg), check: check})
+	} else {
+		db.DB = stdlib.OpenDB(*cfg)
+	}
 	pingCtx, cancel := context.WithTimeout(ctx, cfg.ConnectTimeout+5*time.Second)
 	defer cancel()
 	if err := db.PingContext(pingCtx); err != nil {
@@ -136,10 +150,10 @@ func LockTx(ctx context.Context, tx *sql.Tx, target string, timeout time.Duratio
 	if timeout <= 0 {
 		return report.Errorf(report.Usage, "--lock-timeout must be positive")
 	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = %d", timeout.Milliseconds())); err != nil {
+	if _, err := tx.ExecContext(ctx, catalogread.SetLockTimeout, strconv.FormatInt(timeout.Milliseconds(), 10), true); err != nil {
 		return StatementError(target, "set lock_timeout", err)
 	}
-	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", LockKey); err != nil {
+	if _, err := tx.ExecContext(ctx, catalogread.WriterLockXact, LockKey); err != nil {
 		if IsLockTimeout(err) {
 			return report.Errorf(report.LockTimeout, "another session holds the ptah writer lock on %s; not granted within %s, nothing was changed", target, timeout)
 		}
@@ -156,10 +170,10 @@ func LockSession(ctx context.Context, conn *sql.Conn, target string, timeout tim
 	if timeout <= 0 {
 		return report.Errorf(report.Usage, "--lock-timeout must be positive")
 	}
-	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET lock_timeout = %d", timeout.Milliseconds())); err != nil {
+	if _, err := conn.ExecContext(ctx, catalogread.SetLockTimeout, strconv.FormatInt(timeout.Milliseconds(), 10), false); err != nil {
 		return StatementError(target, "set lock_timeout", err)
 	}
-	if _, err := conn.ExecContext(ctx, "SELECT pg_advisory_lock($1)", LockKey); err != nil {
+	if _, err := conn.ExecContext(ctx, catalogread.WriterLock, LockKey); err != nil {
 		if IsLockTimeout(err) {
 			return report.Errorf(report.LockTimeout, "another session holds the ptah writer lock on %s; not granted within %s, nothing was changed", target, timeout)
 		}

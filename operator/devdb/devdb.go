@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 )
@@ -72,7 +73,7 @@ func (s *Server) Close() {
 func (s *Server) Fresh(ctx context.Context, target *database.DB) (db *database.DB, drop func(), err error) {
 	refuse := report.Errorf(report.Usage, "the dev database at %s is on the target's own server (%s): desired SQL can run statements that reach the whole server, so it is never loaded there; name a separate PostgreSQL server with --dev-url (or $%s), or pass --dev-throwaway", s.Target, target.Target, URLEnv)
 	var seen bool
-	if err := target.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1)", s.marker).Scan(&seen); err != nil {
+	if err := target.QueryRowContext(ctx, catalogread.DevSessionSeen, s.marker).Scan(&seen); err != nil {
 		return nil, nil, database.StatementError(target.Target, "look for the dev session", err)
 	}
 	if seen {
@@ -93,7 +94,7 @@ func (s *Server) Fresh(ctx context.Context, target *database.DB) (db *database.D
 	}
 	// The database just created is in the target's catalog only if both are
 	// one server: the check that holds whatever pg_stat_activity shows.
-	if err := target.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&seen); err != nil || seen {
+	if err := target.QueryRowContext(ctx, catalogread.DevDatabaseSeen, name).Scan(&seen); err != nil || seen {
 		dropDB()
 		if err != nil {
 			return nil, nil, database.StatementError(target.Target, "look for the comparison database", err)

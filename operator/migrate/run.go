@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 )
@@ -79,7 +80,7 @@ func StatusLocked(ctx context.Context, db *database.DB, dir *Dir, lockTimeout ti
 		if err := database.LockSession(ctx, conn, db.Target, lockTimeout); err != nil {
 			return nil, err
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", database.LockKey)
+		defer conn.ExecContext(context.WithoutCancel(ctx), catalogread.WriterUnlock, database.LockKey)
 	}
 	history, err := readHistory(ctx, conn, db.Target)
 	if err != nil {
@@ -127,7 +128,7 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 	if err := database.LockSession(ctx, conn, db.Target, opts.LockTimeout); err != nil {
 		return nil, err
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_advisory_unlock($1)", database.LockKey)
+	defer conn.ExecContext(context.WithoutCancel(ctx), catalogread.WriterUnlock, database.LockKey)
 	for _, q := range []string{
 		"CREATE SCHEMA IF NOT EXISTS " + revisionSchema,
 		"CREATE TABLE IF NOT EXISTS " + revisionTable + " (version bigint PRIMARY KEY, name text NOT NULL, checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(), dirty boolean NOT NULL DEFAULT false)",
@@ -292,14 +293,14 @@ func (u *unknownOutcome) Error() string { return u.err.Error() }
 
 func readHistory(ctx context.Context, conn *sql.Conn, target string) ([]Revision, error) {
 	var exists bool
-	if err := conn.QueryRowContext(ctx, "SELECT to_regclass($1) IS NOT NULL", revisionTable).Scan(&exists); err != nil {
+	if err := conn.QueryRowContext(ctx, catalogread.RevisionTableSeen, revisionTable).Scan(&exists); err != nil {
 		return nil, database.StatementError(target, "look for the revision table", err)
 	}
 	history := []Revision{}
 	if !exists {
 		return history, nil
 	}
-	rows, err := conn.QueryContext(ctx, "SELECT version, name, checksum, applied_at, dirty FROM "+revisionTable+" ORDER BY version")
+	rows, err := conn.QueryContext(ctx, catalogread.RevisionHistory)
 	if err != nil {
 		return nil, database.StatementError(target, "read "+revisionTable, err)
 	}

@@ -14,6 +14,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"ptah.run/operator/operator/catalogread"
 )
 
 // Object is one catalog object as PostgreSQL prints it.
@@ -61,7 +63,7 @@ type Querier interface {
 // extension are left out; the extension itself is listed. withSchemas also
 // lists the other user schemas of the database, which ptah does not manage.
 func Read(ctx context.Context, q Querier, schema string, exclude []string, withSchemas bool) ([]Object, error) {
-	rows, err := q.QueryContext(ctx, catalogQuery, schema, withSchemas)
+	rows, err := q.QueryContext(ctx, catalogread.Objects, schema, withSchemas)
 	if err != nil {
 		return nil, fmt.Errorf("read the catalog of schema %q: %w", schema, err)
 	}

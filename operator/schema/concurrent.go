@@ -9,6 +9,8 @@ import (
 
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
+
+	"ptah.run/operator/operator/catalogread"
 )
 
 // concurrentIndexes has atlas build and drop the indexes of existing tables
@@ -94,13 +96,7 @@ type invalidIndex struct {
 
 // readInvalidIndexes lists the invalid indexes of schema, by name.
 func readInvalidIndexes(ctx context.Context, tx *sql.Tx, schema string) ([]invalidIndex, error) {
-	rows, err := tx.QueryContext(ctx, `
-SELECT c.relname, t.relname FROM pg_index i
-JOIN pg_class c ON c.oid = i.indexrelid
-JOIN pg_class t ON t.oid = i.indrelid
-JOIN pg_namespace n ON n.oid = c.relnamespace
-WHERE n.nspname = $1 AND NOT i.indisvalid
-ORDER BY c.relname`, schema)
+	rows, err := tx.QueryContext(ctx, catalogread.InvalidIndexes, schema)
 	if err != nil {
 		return nil, fmt.Errorf("read the invalid indexes of schema %q: %w", schema, err)
 	}

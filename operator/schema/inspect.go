@@ -12,6 +12,7 @@ import (
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
 
+	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/pgcatalog"
 )
 
@@ -119,11 +120,11 @@ func inspectSide(ctx context.Context, tx *sql.Tx, schemas []string, exclude []st
 // glob patterns of objects to ignore. withSchemas also lists the schemas
 // other than the managed ones.
 func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exclude []string, withSchemas bool) (*state, error) {
-	if _, err := tx.ExecContext(ctx, "SET LOCAL search_path TO "+searchPath(name, schemas)); err != nil {
+	if _, err := tx.ExecContext(ctx, catalogread.SetSearchPath, searchPath(name, schemas)); err != nil {
 		return nil, fmt.Errorf("set search_path for inspection: %w", err)
 	}
 	var exists bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", name).Scan(&exists); err != nil {
+	if err := tx.QueryRowContext(ctx, catalogread.SchemaExists, name).Scan(&exists); err != nil {
 		return nil, fmt.Errorf("look for schema %q: %w", name, err)
 	}
 	if !exists {
@@ -177,16 +178,7 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 // other managed schemas they read (pgcatalog records those of the schema
 // itself), qualified, as around names them.
 func crossSchemaDeps(ctx context.Context, tx *sql.Tx, name string, schemas []string, objects []pgcatalog.Object) error {
-	rows, err := tx.QueryContext(ctx, `
-SELECT DISTINCT CASE v.relkind WHEN 'v' THEN 'view ' ELSE 'materialized view ' END || quote_ident(v.relname),
-       CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' ELSE 'table ' END || quote_ident(cn.nspname) || '.' || quote_ident(c.relname)
-FROM pg_class v
-JOIN pg_namespace vn ON vn.oid = v.relnamespace AND vn.nspname = $1
-JOIN pg_rewrite w ON w.ev_class = v.oid
-JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_class'::regclass
-JOIN pg_class c ON c.oid = d.refobjid
-JOIN pg_namespace cn ON cn.oid = c.relnamespace AND cn.nspname = ANY($2) AND cn.nspname <> $1
-WHERE v.relkind IN ('v', 'm')`, name, schemas)
+	rows, err := tx.QueryContext(ctx, catalogread.CrossSchemaViews, name, schemas)
 	if err != nil {
 		return fmt.Errorf("read the views of schema %q reading other schemas: %w", name, err)
 	}

@@ -166,7 +166,7 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	return diff(ctx, tx, live, desired, opts)
+	return diff(ctx, live, desired, opts)
 }
 
 // schemaObjects is the statements pgcatalog planned for one managed
@@ -179,11 +179,16 @@ type schemaObjects struct {
 	planned pgcatalog.Planned
 }
 
-func diff(ctx context.Context, q sqlschema.ExecQuerier, live, desired *side, opts Options) (*comparison, error) {
-	drv, err := postgres.Open(q)
-	if err != nil {
-		return nil, fmt.Errorf("open the atlas driver: %w", err)
-	}
+// diff compares the two sides without a database: atlas's differ and
+// planner with a connection would compare column defaults by evaluating
+// them (SELECT live = desired), and the desired expression must never run on
+// the target. Defaults are compared as each server prints them instead
+// (columnDefaults).
+func diff(ctx context.Context, live, desired *side, opts Options) (*comparison, error) {
+	drv := struct {
+		sqlschema.Differ
+		migrate.PlanApplier
+	}{postgres.DefaultDiff, postgres.DefaultPlan}
 	var changes []sqlschema.Change
 	var created, invalid, dropped []Statement
 	// Per schema: the identities atlas keeps (see withoutIdentities), and

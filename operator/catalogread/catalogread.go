@@ -1,10 +1,23 @@
-package pgcatalog
+// Package catalogread is the one place that says what a read-only session
+// may send the target database: a fixed set of catalog queries, reviewed
+// here, whose inputs are bind parameters only. Nothing in it is derived
+// from desired SQL: expressions of the desired schema are compared on the
+// dev database, or as the text PostgreSQL prints for them, never evaluated
+// on the target. database.OpenReadOnly refuses any other statement before
+// it leaves the process.
+package catalogread
 
-// catalogQuery prints one row per object of schema $1: kind, name,
-// definition, whether atlas manages it, and its table. $2 also lists the
-// database's other user schemas. Names PostgreSQL generates print as <auto>
-// so that an unnamed constraint compares equal to its generated name.
-const catalogQuery = `
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Objects prints one row per object of schema $1: kind, name, definition,
+// whether atlas manages it, and its table. $2 also lists the database's
+// other user schemas. Names PostgreSQL generates print as <auto> so that an
+// unnamed constraint compares equal to its generated name.
+const Objects = `
 WITH ns AS (SELECT oid, nspname FROM pg_namespace WHERE nspname = $1::text),
 ext AS (SELECT classid, objid FROM pg_depend WHERE deptype = 'e'),
 rel AS (
@@ -310,3 +323,101 @@ SELECT 'event trigger', quote_ident(e.evtname), e.evtevent || ' ' || e.evtfoid::
 FROM pg_event_trigger e
 WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_event_trigger'::regclass AND ext.objid = e.oid)
 `
+
+// The statements ptah's own code sends a read-only session.
+const (
+	// SetSearchPath sets search_path for the rest of the transaction, so
+	// that definitions print as they do on the dev database.
+	SetSearchPath = "SELECT set_config('search_path', $1, true)"
+	// SetLockTimeout bounds every lock wait of the session ($2 false) or of
+	// the transaction ($2 true) to $1 milliseconds.
+	SetLockTimeout = "SELECT set_config('lock_timeout', $1, $2)"
+	// The ptah writer lock, taken to read under it (apply --dry-run,
+	// migrations status).
+	WriterLock        = "SELECT pg_advisory_lock($1)"
+	WriterUnlock      = "SELECT pg_advisory_unlock($1)"
+	WriterLockXact    = "SELECT pg_advisory_xact_lock($1)"
+	SchemaExists      = "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)"
+	DevSessionSeen    = "SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE application_name = $1)"
+	DevDatabaseSeen   = "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)"
+	RevisionTableSeen = "SELECT to_regclass($1) IS NOT NULL"
+	RevisionHistory   = "SELECT version, name, checksum, applied_at, dirty FROM ptah.migration_revisions ORDER BY version"
+	// CrossSchemaViews lists the relations of the managed schemas $2 that
+	// the views of schema $1 read.
+	CrossSchemaViews = `
+SELECT DISTINCT CASE v.relkind WHEN 'v' THEN 'view ' ELSE 'materialized view ' END || quote_ident(v.relname),
+       CASE c.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' ELSE 'table ' END || quote_ident(cn.nspname) || '.' || quote_ident(c.relname)
+FROM pg_class v
+JOIN pg_namespace vn ON vn.oid = v.relnamespace AND vn.nspname = $1
+JOIN pg_rewrite w ON w.ev_class = v.oid
+JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d.refclassid = 'pg_class'::regclass
+JOIN pg_class c ON c.oid = d.refobjid
+JOIN pg_namespace cn ON cn.oid = c.relnamespace AND cn.nspname = ANY($2) AND cn.nspname <> $1
+WHERE v.relkind IN ('v', 'm')`
+	// InvalidIndexes lists the invalid indexes of schema $1 and their tables.
+	InvalidIndexes = `
+SELECT c.relname, t.relname FROM pg_index i
+JOIN pg_class c ON c.oid = i.indexrelid
+JOIN pg_class t ON t.oid = i.indrelid
+JOIN pg_namespace n ON n.oid = c.relnamespace
+WHERE n.nspname = $1 AND NOT i.indisvalid
+ORDER BY c.relname`
+)
+
+// ptahStatements are the statements of ptah's own code above.
+var ptahStatements = []string{Objects, SetSearchPath, SetLockTimeout, WriterLock, WriterUnlock, WriterLockXact,
+	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes}
+
+// DriverStatements are what pgx sends by itself: a ping and the ends of a
+// read-only transaction. They never pass through Check (pgx writes them
+// below database/sql), and they are listed so that a test reading the
+// server's statement log can hold every statement to this set.
+var DriverStatements = []string{
+	"-- ping",
+	"begin isolation level repeatable read read only",
+	"begin read only",
+	"begin",
+	"commit",
+	"rollback",
+}
+
+// paramList matches a list of parameter placeholders, which atlas writes as
+// long as the list of tables it inspects.
+var paramList = regexp.MustCompile(`\$[0-9]+(?:, \$[0-9]+)*`)
+
+const anyParams = "$…"
+
+// normal is q with every list of placeholders written as one.
+func normal(q string) string { return paramList.ReplaceAllString(q, anyParams) }
+
+var reviewed = func() map[string]bool {
+	m := map[string]bool{}
+	for _, q := range ptahStatements {
+		m[normal(q)] = true
+	}
+	for _, q := range atlasStatements {
+		m[normal(strings.ReplaceAll(q, "%s", "$1"))] = true
+	}
+	for _, q := range DriverStatements {
+		m[q] = true
+	}
+	return m
+}()
+
+// Reviewed reports whether query is one of the reviewed statements, up to
+// the length of its placeholder lists.
+func Reviewed(query string) bool { return reviewed[normal(query)] }
+
+// Check refuses a statement that is not reviewed, naming its start: a
+// read-only operation that tries to send one has a bug, and the statement
+// does not reach the server.
+func Check(query string) error {
+	if Reviewed(query) {
+		return nil
+	}
+	start := strings.Join(strings.Fields(query), " ")
+	if r := []rune(start); len(r) > 60 {
+		start = string(r[:57]) + "..."
+	}
+	return fmt.Errorf("a read-only session sends the target only the catalog reads of package catalogread, and this statement is not one of them: %q (a bug in ptah: report it)", start)
+}
