@@ -58,20 +58,30 @@ type place struct {
 
 var places = []place{
 	{"column default", false, func(x string) string { return "ALTER TABLE parent ALTER COLUMN a SET DEFAULT " + x }},
-	{"check constraint", false, func(x string) string { return "ALTER TABLE parent ADD CONSTRAINT probe_check CHECK (b > " + x + " - 100)" }},
-	{"generated column", true, func(x string) string { return "ALTER TABLE parent ADD COLUMN g int GENERATED ALWAYS AS (a + " + x + ") STORED" }},
+	{"check constraint", false, func(x string) string {
+		return "ALTER TABLE parent ADD CONSTRAINT probe_check CHECK (b > " + x + " - 100)"
+	}},
+	{"generated column", true, func(x string) string {
+		return "ALTER TABLE parent ADD COLUMN g int GENERATED ALWAYS AS (a + " + x + ") STORED"
+	}},
 	{"index expression", true, func(x string) string { return "CREATE INDEX probe_expr ON parent ((a + " + x + "))" }},
 	{"index predicate", true, func(x string) string { return "CREATE INDEX probe_pred ON parent (a) WHERE a > " + x }},
 	{"view body", false, func(x string) string { return "CREATE VIEW probe_v AS SELECT id, a + " + x + " AS x FROM parent" }},
 	{"materialized view body", false, func(x string) string {
 		return "CREATE MATERIALIZED VIEW probe_mv AS SELECT id, a + " + x + " AS x FROM parent WITH NO DATA"
 	}},
-	{"policy", false, func(x string) string { return "CREATE POLICY probe_p ON parent USING (a > " + x + ") WITH CHECK (a > " + x + ")" }},
+	{"policy", false, func(x string) string {
+		return "CREATE POLICY probe_p ON parent USING (a > " + x + ") WITH CHECK (a > " + x + ")"
+	}},
 	{"trigger when", false, func(x string) string {
 		return "CREATE TRIGGER probe_t BEFORE UPDATE ON parent FOR EACH ROW WHEN (NEW.a > " + x + ") EXECUTE FUNCTION tg()"
 	}},
-	{"domain constraint", false, func(x string) string { return "ALTER DOMAIN dom ADD CONSTRAINT probe_dom CHECK (VALUE > " + x + " - 100) NOT VALID" }},
-	{"partition bound", true, func(x string) string { return "CREATE TABLE part_2 PARTITION OF part FOR VALUES FROM (10 * " + x + ") TO (100)" }},
+	{"domain constraint", false, func(x string) string {
+		return "ALTER DOMAIN dom ADD CONSTRAINT probe_dom CHECK (VALUE > " + x + " - 100) NOT VALID"
+	}},
+	{"partition bound", true, func(x string) string {
+		return "CREATE TABLE part_2 PARTITION OF part FOR VALUES FROM (10 * " + x + ") TO (100)"
+	}},
 	{"function default argument", false, func(x string) string {
 		return "CREATE FUNCTION probe_f(n int DEFAULT " + x + ") RETURNS int LANGUAGE sql AS 'SELECT n'"
 	}},
@@ -186,7 +196,10 @@ func TestReadOnlyCommandsSendTheTargetOnlyReviewedStatements(t *testing.T) {
 	}
 	planned, cases := 0, 0
 	outer := t
-	check := func(t interface{ Fatalf(string, ...any); Fatal(...any) }, desired string, marker string) {
+	check := func(t interface {
+		Fatalf(string, ...any)
+		Fatal(...any)
+	}, desired string, marker string) {
 		cases++
 		from := len(pg.Log())
 		f := filepath.Join(dir, "desired.sql")
