@@ -39,8 +39,12 @@ type Postgres struct {
 // StartPostgres initialises a cluster in a temporary directory, starts it on
 // a free loopback port, and stops and removes it when t ends. As root the
 // server runs as the unprivileged system user postgres, as PostgreSQL requires.
-func StartPostgres(t testing.TB) *Postgres {
+func StartPostgres(t testing.TB, opts ...PostgresOption) *Postgres {
 	t.Helper()
+	var o postgresOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	for _, bin := range []string{"initdb", "postgres"} {
 		if _, err := os.Stat(filepath.Join(PostgresBinDir, bin)); err != nil {
 			t.Fatalf("testenv: %s not found in %s: install Debian's postgresql-15 (apt-get install postgresql-15; .ci/run does)", bin, PostgresBinDir)
@@ -56,7 +60,11 @@ func StartPostgres(t testing.TB) *Postgres {
 	if err := os.Chown(dir, uid, gid); err != nil {
 		t.Fatalf("testenv: chown %s to the postgres user: %v", dir, err)
 	}
-	p := &Postgres{Host: "127.0.0.1", SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data")}
+	host := "127.0.0.1"
+	if o.netns != nil {
+		host = o.netns.ServerAddr
+	}
+	p := &Postgres{Host: host, SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data")}
 	pwfile := filepath.Join(dir, "pw")
 	if err := os.WriteFile(pwfile, []byte(p.SuperPassword+"\n"), 0o600); err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -70,19 +78,39 @@ func StartPostgres(t testing.TB) *Postgres {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		t.Fatalf("testenv: initdb: %v\n%s", err, out)
 	}
+	if o.netns != nil {
+		// Clients come from the other end of the namespace's link.
+		hba, err := os.OpenFile(filepath.Join(p.dataDir, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		fmt.Fprintf(hba, "host all all %s/32 scram-sha-256\n", o.netns.ClientAddr)
+		hba.Close()
+	}
 	// A free port can be taken between the probe and the bind: try a few.
 	var srv *exec.Cmd
 	logs := &lockedBuffer{}
 	p.logs = logs
 	for attempt := 0; attempt < 5; attempt++ {
 		p.Port = freePort(t)
+		if o.netns != nil {
+			p.Port = 5432 // the namespace is the server's alone
+		}
 		logs.Reset()
-		srv = exec.Command(filepath.Join(PostgresBinDir, "postgres"), "-D", p.dataDir, "-p", strconv.Itoa(p.Port),
-			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir,
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
-		srv.Stdout, srv.Stderr = logs, logs
+		args := []string{"-D", p.dataDir, "-p", strconv.Itoa(p.Port),
+			"-c", "listen_addresses=" + host, "-c", "unix_socket_directories=" + dir,
+			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"}
+		srv = exec.Command(filepath.Join(PostgresBinDir, "postgres"), args...)
 		// Pdeathsig stops the server if the test binary is killed outright.
 		srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+		if o.netns != nil {
+			// ip netns exec needs root; setpriv then drops to postgres.
+			srv = exec.Command("ip", append([]string{"netns", "exec", o.netns.Name, "setpriv",
+				fmt.Sprintf("--reuid=%d", uid), fmt.Sprintf("--regid=%d", gid), "--clear-groups", "--",
+				filepath.Join(PostgresBinDir, "postgres")}, args...)...)
+			srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		}
+		srv.Stdout, srv.Stderr = logs, logs
 		if err := srv.Start(); err != nil {
 			t.Fatalf("testenv: start postgres: %v", err)
 		}

@@ -63,6 +63,7 @@ func OpenReadOnly(ctx context.Context, url string, connectTimeout time.Duration)
 		return nil, err
 	}
 	cfg.RuntimeParams["default_transaction_read_only"] = "on"
+	cfg.RuntimeParams["statement_timeout"] = strconv.FormatInt(ReadOnlyStatementTimeout.Milliseconds(), 10)
 	return openConfig(ctx, cfg, connectTimeout, catalogread.Check)
 }
 
@@ -91,6 +92,7 @@ func openConfig(ctx context.Context, cfg *pgx.ConnConfig, connectTimeout time.Du
 	if connectTimeout > 0 {
 		cfg.ConnectTimeout = connectTimeout
 	}
+	cfg.DialFunc = boundedDialer(cfg.ConnectTimeout)
 	target := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 	db := &DB{Target: target}
 	if check != nil {
@@ -198,6 +200,8 @@ func StatementError(target, doing string, err error) *report.Error {
 		return report.Errorf(report.LockTimeout, "%s on %s: a lock was not granted within the lock timeout", doing, target)
 	case errors.As(err, &pgErr):
 		return report.Errorf(report.Execution, "%s on %s: %s (SQLSTATE %s)", doing, target, pgErr.Message, pgErr.Code)
+	case lostMidOperation(err):
+		return report.Errorf(report.Connection, "%s on %s: the connection was lost mid-operation (the server stopped answering, or reset the connection)", doing, target)
 	default:
 		return report.Errorf(report.Connection, "%s on %s: the connection failed", doing, target)
 	}

@@ -1,0 +1,70 @@
+package database
+
+import (
+	"context"
+	"errors"
+	"net"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// How long a session may go without an answer from the server before it
+// is taken for lost. Without a bound, a database cut off mid-operation (a
+// partition: no refusal, no reset, only silence) holds the operation until
+// its Job's deadline. Keepalive probes start after keepaliveIdle of silence
+// and every keepaliveInterval after; the kernel ends the connection at the
+// first probe after userTimeout (TCP_USER_TIMEOUT, which also bounds data
+// the server leaves unacknowledged).
+const (
+	keepaliveIdle     = 5 * time.Second
+	keepaliveInterval = 5 * time.Second
+	// lostMargin is added to the connect timeout for the user timeout.
+	lostMargin = 25 * time.Second
+	// ReadOnlyStatementTimeout bounds each statement of a read-only
+	// session: the catalog reads of 2,000 objects take well under a second.
+	ReadOnlyStatementTimeout = 2 * time.Minute
+)
+
+// LostAfter is the longest an operation whose session was opened with
+// connectTimeout waits on a server that stopped answering before it fails
+// with a Connection error: the connect timeout plus 30 s (the user timeout
+// and the keepalive probe that finds it passed).
+func LostAfter(connectTimeout time.Duration) time.Duration {
+	return userTimeout(connectTimeout) + keepaliveInterval
+}
+
+func userTimeout(connectTimeout time.Duration) time.Duration {
+	return max(connectTimeout, 0) + lostMargin
+}
+
+// boundedDialer dials TCP with keepalives and the user timeout of
+// connectTimeout; unix sockets need neither.
+func boundedDialer(connectTimeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	user := userTimeout(connectTimeout)
+	d := &net.Dialer{
+		// Count is left high: the user timeout decides when probes give up.
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: keepaliveIdle, Interval: keepaliveInterval, Count: 100},
+		Control: func(network, _ string, c syscall.RawConn) error {
+			if network != "tcp" && network != "tcp4" && network != "tcp6" {
+				return nil
+			}
+			var serr error
+			if err := c.Control(func(fd uintptr) {
+				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(user.Milliseconds()))
+			}); err != nil {
+				return err
+			}
+			return serr
+		},
+	}
+	return d.DialContext
+}
+
+// lostMidOperation reports whether err is an established session that
+// stopped answering (a timeout, a reset), not a refusal.
+func lostMidOperation(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.ETIMEDOUT) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+}
