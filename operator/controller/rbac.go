@@ -1,5 +1,5 @@
 // Package controller reconciles PtahSchema and PtahMigration resources
-// through the pipelines of DESIGN.md section 3, one Job per operation. The RBAC markers below are the
+// through the pipelines of docs/design.md section 3, one Job per operation. The RBAC markers below are the
 // manager's whole permission set; controller-gen writes them to
 // operator/config/rbac/role.yaml, and no rule may name Secrets.
 package controller

@@ -1,4 +1,4 @@
-// Package scenario holds the scenario file format (DESIGN.md section 5;
+// Package scenario holds the scenario file format (docs/design.md section 5;
 // FORMAT.md for authors) and its loader. A scenario that loads is one the
 // recorder may run: every rule a reader depends on is checked here, before
 // anything executes.

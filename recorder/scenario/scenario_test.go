@@ -98,7 +98,7 @@ func TestDecodedValues(t *testing.T) {
 	}
 }
 
-// TestRefusals lists every rule of DESIGN.md section 5 and of the loader:
+// TestRefusals lists every rule of FORMAT.md and of the loader:
 // each file must be refused at the named step and key, saying what is wrong
 // and what to write instead.
 func TestRefusals(t *testing.T) {

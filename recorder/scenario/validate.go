@@ -26,7 +26,7 @@ const GenerationCurrent = "current"
 
 var kebab = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*$`)
 
-// validate applies every rule of DESIGN.md section 5 that the types alone
+// validate applies every rule of FORMAT.md that the types alone
 // do not: what must be present, which values are allowed, and which
 // environment names a command may read.
 func validate(s *Scenario, rs *refusals) {
