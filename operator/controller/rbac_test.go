@@ -492,7 +492,7 @@ func legacyLogRead(t *testing.T, e *env, cfg *rest.Config) {
 	api, err := client.New(cfg, client.Options{Scheme: shared.sch})
 	must(t, err)
 	now := time.Now()
-	_, lr, err := jobResult(ctx, api, api, ClientsetLogs{cs}, 5*time.Second, m, c, j, now, now)
+	_, lr, err := jobResult(ctx, api, api, nil, ClientsetLogs{cs}, 5*time.Second, m, c, j, now, now)
 	if err != nil || lr == nil || !strings.Contains(lr.Unreadable, "it holds no result frame") {
 		t.Errorf("the manager reading a legacy Job's Pod log: %v, %+v; want the API server's empty log of a Pod no node runs", err, lr)
 	}
