@@ -131,8 +131,9 @@ func TestRecordAdmission(t *testing.T) {
 //     account and the Job's live Pod: a record every check of the manager's
 //     own would pass. The self-test sees admission down, the schema is
 //     held (ConfigurationError) and the record is not consumed; when
-//     admission is back, the record is deleted unread and the schema
-//     converges through a real Apply.
+//     admission is back, the record is deleted unread, the Plan's result
+//     comes from a record admission stamped, and the schema converges
+//     through a real Apply.
 func TestForgedRecordIsNotConsumed(t *testing.T) {
 	t.Parallel()
 	t.Run("stamped by admission", func(t *testing.T) {
@@ -228,6 +229,17 @@ func forgedWhile(t *testing.T, admission bool) {
 	}
 	// InSync came from a real Apply: the tables are there.
 	shared.pg.Exec(t, e.db, "SELECT id, email FROM customers; SELECT id, customer_id, note FROM orders")
+	if !admission {
+		// The plan came from a record of the Plan Job written once admission
+		// stamped again (its runner writes again when its record is gone),
+		// or from a Plan claimed anew: never from the forgery.
+		var now v1alpha1.PtahResultRecord
+		err := shared.c.Get(ctx, client.ObjectKeyFromObject(rec), &now)
+		if err == nil && now.UID == rec.UID {
+			t.Errorf("the forged record %s is still there: %+v", rec.Name, now.CreatedBy)
+		}
+		return
+	}
 	plans := 0
 	for _, m := range e.eventsOf(v1alpha1.EventOperationStarted) {
 		if strings.HasPrefix(m, "Plan Job ") && !strings.Contains(m, j.Name) {
