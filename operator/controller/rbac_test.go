@@ -221,7 +221,9 @@ type apiCall struct {
 	method, path string
 	status       int
 	// denied: the API server refused it for want of a permission (a 403
-	// from a quota is not a missing rule).
+	// from a quota is not a missing rule, nor is one from an admission
+	// policy: the record admission self-test's dry-run forgery is refused
+	// by ptah-record-creator once RBAC allowed it).
 	denied string
 	uses   []apiUse
 }
@@ -251,7 +253,7 @@ func (l *callLog) wrap(rt http.RoundTripper) http.RoundTripper {
 				if json.Unmarshal(body, &st) != nil || st.Message == "" {
 					st.Message = string(body)
 				}
-				if !strings.Contains(st.Message, "exceeded quota") {
+				if !strings.Contains(st.Message, "exceeded quota") && !strings.Contains(st.Message, "ValidatingAdmissionPolicy '") {
 					c.denied = st.Message
 				}
 			}
