@@ -14,10 +14,13 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/rand"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
@@ -270,4 +273,44 @@ func setRecordAdmission(t *testing.T, ns string, on bool) {
 	}
 	patch := []byte(`{"metadata":{"labels":{"` + noRecordAdmission + `":` + value + `}}}`)
 	must(t, shared.c.Patch(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, client.RawPatch(types.MergePatchType, patch)))
+}
+
+// TestAdmissionSelfTestWithoutTheRightsToLook: a manager that may create records
+// but not read the admission policies (an install limited to some
+// namespaces binds its ClusterRole per namespace, where cluster-scoped
+// reads are refused) still finds a forged stamp admitted, and names the
+// cause generically; one that may not even make the dry run is not shown
+// enforcing either.
+func TestAdmissionSelfTestWithoutTheRightsToLook(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	ns := "selftest-" + rand.String(6)
+	must(t, shared.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: map[string]string{noRecordAdmission: "off"}}}))
+	for _, o := range []client.Object{
+		&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "records", Namespace: ns}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahresultrecords"}, Verbs: []string{"create"}}}},
+		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "records", Namespace: ns},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "records"},
+			Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: "carol"}}},
+	} {
+		must(t, shared.c.Create(ctx, o))
+	}
+	cfg := rest.CopyConfig(shared.api.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "carol"}
+	carol, err := client.New(cfg, client.Options{Scheme: shared.sch})
+	must(t, err)
+	a := &RecordAdmission{Client: carol, Reader: carol}
+	var p string
+	deadline := time.Now().Add(30 * time.Second)
+	for p = a.check(ctx, ns); !strings.Contains(p, "was admitted with the createdBy its client wrote") && time.Now().Before(deadline); p = a.check(ctx, ns) {
+		time.Sleep(200 * time.Millisecond) // RBAC and the namespace's labels reach the API server's caches
+	}
+	for _, want := range []string{"was admitted with the createdBy its client wrote", "the manager cannot read the admission policies to say why", "is forbidden", "admission.install=true"} {
+		if !strings.Contains(p, want) {
+			t.Errorf("the self-test says %q, want it to say %q", p, want)
+		}
+	}
+	if p := a.check(ctx, probeNamespace); !strings.Contains(p, "not shown to be") || !strings.Contains(p, "is forbidden") {
+		t.Errorf("where the dry run is refused by RBAC, the self-test says %q, want it not shown enforcing", p)
+	}
 }
