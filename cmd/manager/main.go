@@ -30,7 +30,7 @@ func main() {
 		watchNamespaces, selector, transport                            string
 		leaderElect                                                     bool
 		planHistory                                                     int
-		resultTimeout, leaseDuration, retention                         time.Duration
+		resultTimeout, leaseDuration, retention, admissionInterval      time.Duration
 	)
 	flag.StringVar(&image, "executor-image", "ptah-executor:dev", "image of the Jobs' runner and ptah")
 	flag.StringVar(&devImage, "dev-database-image", controller.DefaultDevDatabaseImage, "image of the throwaway PostgreSQL sidecar Observe, Plan and Proof load the desired SQL into (sh, initdb, postgres, pg_isready on PATH; a passwd entry for UID 65532)")
@@ -39,6 +39,7 @@ func main() {
 	flag.DurationVar(&resultTimeout, "result-read-timeout", 15*time.Second, "time bound of a result record read, and of its arrival after the Job completed")
 	flag.DurationVar(&leaseDuration, "database-lease-duration", time.Minute, "how long the per-database Lease guarding Plan and Apply holds unrenewed")
 	flag.DurationVar(&retention, "history-retention", time.Hour, "how long finished Jobs and result records are kept before they are deleted")
+	flag.DurationVar(&admissionInterval, "record-admission-check-interval", controller.DefaultAdmissionCheckInterval, "how often the manager proves again, by a dry-run create of a forged PtahResultRecord, that record admission is enforcing in each namespace it reconciles (it also proves it at start and before consuming any record); while it is not, nothing there starts")
 	flag.IntVar(&planHistory, "plan-history", 10, "how many plans nothing names any more are kept per schema past the retention (at least 1)")
 	flag.StringVar(&transport, "migration-result-transport", runner.TransportDurable, "how new PtahMigration Jobs deliver their result: durable (a PtahResultRecord through the API, with an operation-bound credential) or legacy (a framed result in the container log, summarized in the termination message); a Job is read the way it records")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one manager reconciles")
@@ -49,6 +50,10 @@ func main() {
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
+	if admissionInterval <= 0 {
+		fmt.Fprintf(os.Stderr, "manager: --record-admission-check-interval=%s: must be positive (the default is %s)\n", admissionInterval, controller.DefaultAdmissionCheckInterval)
+		os.Exit(2)
+	}
 	if planHistory < 1 {
 		fmt.Fprintf(os.Stderr, "manager: --plan-history=%d: must be at least 1 (the default is 10)\n", planHistory)
 		os.Exit(2)
@@ -91,7 +96,11 @@ func main() {
 		hosts = strings.Split(plainHTTP, ",")
 	}
 	b := controller.Binding{ExecutorImage: image, PtahVersion: ptahVersion, Protocol: runner.ProtocolVersion}
+	// One record admission check, which both reconcilers consult.
+	admission := controller.NewRecordAdmission(mgr, admissionInterval)
+	must(mgr.Add(admission))
 	r := controller.New(mgr, b, hosts)
+	r.Admission = admission
 	r.ResultTimeout, r.LeaseDuration, r.Retention, r.PlanHistory = resultTimeout, leaseDuration, retention, planHistory
 	r.DevDatabaseImage = devImage
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -100,6 +109,7 @@ func main() {
 	}
 	mr := controller.NewMigration(mgr, b, hosts)
 	mr.ResultTimeout, mr.Retention, mr.ResultTransport = resultTimeout, retention, transport
+	mr.Admission = admission
 	// Every manager reads logs, whatever its own setting: a Job dispatched
 	// under legacy by an earlier setting is still read from its Pod's log.
 	cs, err := kubernetes.NewForConfigAndClient(mgr.GetConfig(), mgr.GetHTTPClient())

@@ -151,9 +151,9 @@ func summaryRefused(sink eventSink, s subject, c *v1alpha1.ActiveOperation, why 
 // the Job records: a durable Job's result is its PtahResultRecord or
 // nothing (never its log, never its summary); a legacy Job's is what
 // readLegacy establishes, its verdict returned when it yields no record.
-func jobResult(ctx context.Context, rd, api ctrl.Reader, logs PodLogs, timeout time.Duration, s subject, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished, now time.Time) (*v1alpha1.PtahResultRecord, *legacyRead, error) {
+func jobResult(ctx context.Context, rd, api ctrl.Reader, adm *RecordAdmission, logs PodLogs, timeout time.Duration, s subject, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished, now time.Time) (*v1alpha1.PtahResultRecord, *legacyRead, error) {
 	if jobTransport(j) != runner.TransportLegacy {
-		rec, err := readRecord(ctx, rd, api, timeout, s, c)
+		rec, err := readRecord(ctx, rd, api, adm, timeout, s, c)
 		return rec, nil, err
 	}
 	if logs == nil {

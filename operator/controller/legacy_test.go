@@ -104,7 +104,7 @@ func TestLegacyResultRead(t *testing.T) {
 	read := func(c *v1alpha1.ActiveOperation, j *batchv1.Job, now time.Time) (*v1alpha1.PtahResultRecord, *legacyRead) {
 		t.Helper()
 		_, finished := jobFinished(j)
-		rec, lr, err := jobResult(ctx, shared.c, shared.c, logs, timeout, m, c, j, finished, now)
+		rec, lr, err := jobResult(ctx, shared.c, shared.c, nil, logs, timeout, m, c, j, finished, now)
 		if err != nil {
 			t.Fatalf("read the result of %s: %v", j.Name, err)
 		}
@@ -134,7 +134,7 @@ func TestLegacyResultRead(t *testing.T) {
 	// retried); after it, the Apply's summary stands in.
 	logs.lose.Store(true)
 	_, finished := jobFinished(ja)
-	if _, _, err := jobResult(ctx, shared.c, shared.c, logs, timeout, m, apply, ja, finished, finished.Add(timeout/2)); err == nil ||
+	if _, _, err := jobResult(ctx, shared.c, shared.c, nil, logs, timeout, m, apply, ja, finished, finished.Add(timeout/2)); err == nil ||
 		!strings.Contains(err.Error(), "read the log of Pod") {
 		t.Errorf("a lost log inside the window: %v, want a read failure to retry", err)
 	}
@@ -187,7 +187,7 @@ func TestLegacyResultRead(t *testing.T) {
 	durable := ja.DeepCopy()
 	durable.Annotations[runner.AnnotationResultTransport] = runner.TransportDurable
 	for _, j := range []*batchv1.Job{durable, withoutTransport(ja)} {
-		rec, lr, err := jobResult(ctx, shared.c, shared.c, logs, timeout, m, apply, j, finished, after)
+		rec, lr, err := jobResult(ctx, shared.c, shared.c, nil, logs, timeout, m, apply, j, finished, after)
 		if rec != nil || lr != nil || err != nil {
 			t.Errorf("a durable Job (annotations %v) without its record read as %+v %+v %v", j.Annotations, rec, lr, err)
 		}

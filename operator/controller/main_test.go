@@ -126,9 +126,15 @@ func ownerReferencesEnforced(e *envtest.Environment) {
 // stands for a cluster where they are not installed.
 const noAdmission = "ptah.run/test-approval-admission"
 
-// installAdmission installs the approval policies of operator/config/admission
-// as shipped, except that their bindings skip namespaces labelled
-// noAdmission=off, and makes alice an approver.
+// noRecordAdmission labels a namespace the record admission policies skip:
+// an admin's binding whose matchResources leaves the namespace out, so
+// nothing stamps or refuses a client-written createdBy there.
+const noRecordAdmission = "ptah.run/test-record-admission"
+
+// installAdmission installs the policies of operator/config/admission as
+// shipped, except that the approval bindings skip namespaces labelled
+// noAdmission=off and the record bindings those labelled
+// noRecordAdmission=off, and makes alice an approver.
 func installAdmission(tb *mainTB) {
 	ctx := context.Background()
 	for _, f := range []string{"approval-stamp.yaml", "approval-approver.yaml", "acknowledgment-stamp.yaml", "acknowledgment-acknowledger.yaml", "record-stamp.yaml", "record-creator.yaml"} {
@@ -144,8 +150,8 @@ func installAdmission(tb *mainTB) {
 			} else if err != nil {
 				tb.Fatalf("decode %s: %v", f, err)
 			}
-			if strings.HasSuffix(u.GetKind(), "Binding") && strings.HasPrefix(f, "approval-") {
-				sel := map[string]any{"matchExpressions": []any{map[string]any{"key": noAdmission, "operator": "NotIn", "values": []any{"off"}}}}
+			if label := map[string]string{"approval-": noAdmission, "record-": noRecordAdmission}[f[:strings.IndexByte(f, '-')+1]]; strings.HasSuffix(u.GetKind(), "Binding") && label != "" {
+				sel := map[string]any{"matchExpressions": []any{map[string]any{"key": label, "operator": "NotIn", "values": []any{"off"}}}}
 				if err := unstructured.SetNestedField(u.Object, sel, "spec", "matchResources", "namespaceSelector"); err != nil {
 					tb.Fatalf("%v", err)
 				}
@@ -240,6 +246,8 @@ type envOption struct {
 	manager func(*ctrl.Options)
 	// noAdmission: the approval admission policies skip the namespace.
 	noAdmission bool
+	// noRecordAdmission: the record admission policies skip the namespace.
+	noRecordAdmission bool
 }
 
 func newEnv(t *testing.T, opts ...func(*envOption)) *env {
@@ -254,8 +262,12 @@ func newEnv(t *testing.T, opts ...func(*envOption)) *env {
 	e.password = "planted-" + rand.String(16)
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}
+	ns.Labels = map[string]string{}
 	if o.noAdmission {
-		ns.Labels = map[string]string{noAdmission: "off"}
+		ns.Labels[noAdmission] = "off"
+	}
+	if o.noRecordAdmission {
+		ns.Labels[noRecordAdmission] = "off"
 	}
 	must(t, shared.c.Create(ctx, ns))
 	shared.pg.Exec(t, "postgres", fmt.Sprintf("CREATE ROLE %s LOGIN PASSWORD '%s'", e.db, e.password))
@@ -315,13 +327,18 @@ func (e *env) startManager(mod func(*SchemaReconciler)) {
 		t.Fatalf("create manager: %v", err)
 	}
 	r := New(mgr, Binding{ExecutorImage: "ptah-executor:test", PtahVersion: "test", Protocol: runner.ProtocolVersion}, []string{shared.reg.Host})
+	r.Admission = NewRecordAdmission(mgr, 0)
 	if mod != nil {
 		mod(r)
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		t.Fatalf("set up controller: %v", err)
 	}
+	if err := mgr.Add(r.Admission); err != nil {
+		t.Fatalf("add the record admission check: %v", err)
+	}
 	mr := NewMigration(mgr, r.Binding, r.PlainHTTP)
+	mr.Admission = r.Admission
 	if e.migrationMod != nil {
 		e.migrationMod(mr)
 	}

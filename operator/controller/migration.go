@@ -63,6 +63,9 @@ type MigrationReconciler struct {
 	ResultTransport string
 	// Logs reads a legacy Job's Pod log.
 	Logs PodLogs
+	// Admission proves record admission is enforcing in a migration's
+	// namespace; the PtahSchema reconciler consults the same one.
+	Admission *RecordAdmission
 
 	// refusals remembers the Pod-creation refusals and foreign records
 	// already reported.
@@ -99,6 +102,23 @@ func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1
 	}
 	if err := r.keepMetadata(ctx, m); err != nil {
 		return reconcile.Result{}, err
+	}
+	// No record's stamp means anything while record admission is not
+	// enforcing here: nothing starts and nothing is consumed until it is; a
+	// running Apply runs on, holding the database's advisory lock itself.
+	if p := r.Admission.Problem(ctx, m.Namespace); p != "" {
+		if holdForAdmission(m, p) {
+			if err := r.save(ctx, m); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{RequeueAfter: r.Admission.interval()}, nil
+	}
+	if admissionLapsed(m) {
+		if err := admissionRestored(ctx, r.Client, r.APIReader, r.Events, m); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{Requeue: true}, r.save(ctx, m)
 	}
 	// A dispatched Apply runs to its end: spec edits (suspend included),
 	// binding changes and restarts wait for its result.
@@ -330,7 +350,7 @@ func (r *MigrationReconciler) writeClaim(ctx context.Context, m *v1alpha1.PtahMi
 // has none yet, or wait for the Job.
 func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
 	c := m.Status.ActiveOperation
-	rec, err := readRecord(ctx, r.Client, r.APIReader, r.resultTimeout(), m, c)
+	rec, err := readRecord(ctx, r.Client, r.APIReader, r.Admission, r.resultTimeout(), m, c)
 	if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
 		return r.foreign(ctx, m, c, bad)
 	}
@@ -359,7 +379,7 @@ func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigrat
 		if jobTransport(&j) == runner.TransportLegacy {
 			return r.legacyFinished(ctx, m, c, &j, at)
 		}
-		rec, err = readRecord(ctx, r.APIReader, r.APIReader, r.resultTimeout(), m, c)
+		rec, err = readRecord(ctx, r.APIReader, r.APIReader, r.Admission, r.resultTimeout(), m, c)
 		if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
 			return r.foreign(ctx, m, c, bad)
 		}

@@ -18,7 +18,7 @@ import (
 // termination summary (readLegacy says when). An Apply established by
 // neither is recorded as unresolved; a reading is run again.
 func (r *MigrationReconciler) legacyFinished(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished time.Time) (reconcile.Result, error) {
-	rec, lr, err := jobResult(ctx, r.APIReader, r.APIReader, r.Logs, r.resultTimeout(), m, c, j, finished, r.clock())
+	rec, lr, err := jobResult(ctx, r.APIReader, r.APIReader, r.Admission, r.Logs, r.resultTimeout(), m, c, j, finished, r.clock())
 	if err != nil {
 		if (errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)) && ctx.Err() == nil {
 			warning(r.Events, m, v1alpha1.EventResultReadTimedOut, "ReadResult",

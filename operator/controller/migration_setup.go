@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -36,9 +37,13 @@ func NewMigration(mgr ctrl.Manager, b Binding, plainHTTP []string) *MigrationRec
 
 // SetupWithManager reconciles a migration when its spec changes, when it is
 // being deleted, when one of its Jobs or Pods does, when a result record,
-// an approval or an acknowledgment names it. Its own writes do not wake
-// it: every write is followed by a requeue.
+// an approval or an acknowledgment names it, or when record admission in
+// its namespace changes verdict (r.Admission, which it needs). Its own
+// writes do not wake it: every write is followed by a requeue.
 func (r *MigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Admission == nil {
+		return errors.New("the PtahMigration reconciler needs the record admission check (Admission): add NewRecordAdmission to the manager and hand it to both reconcilers")
+	}
 	deleting := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { return !e.ObjectNew.GetDeletionTimestamp().IsZero() }}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ptahmigration").
@@ -61,6 +66,9 @@ func (r *MigrationReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		})).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
 			return named(o.GetNamespace(), o.GetLabels()[runner.LabelMigration])
+		})).
+		WatchesRawSource(r.Admission.source(func(ctx context.Context, ns string) []reconcile.Request {
+			return inNamespace(ctx, r.Client, ns, &v1alpha1.PtahMigrationList{})
 		})).
 		Complete(r)
 }

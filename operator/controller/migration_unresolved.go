@@ -300,7 +300,7 @@ func (r *MigrationReconciler) deleting(ctx context.Context, m *v1alpha1.PtahMigr
 				log.FromContext(ctx).Info("the PtahMigration is being deleted while its Apply runs; the deletion waits for the Job to end", "job", c.JobName)
 				return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
 			}
-			if rec, err := readRecord(ctx, r.APIReader, r.APIReader, r.resultTimeout(), m, c); err != nil || rec == nil {
+			if rec, err := readRecord(ctx, r.APIReader, r.APIReader, r.Admission, r.resultTimeout(), m, c); err != nil || rec == nil {
 				u = &v1alpha1.UnresolvedRun{Operation: c.ID, JobName: c.JobName, Attempt: c.Attempt, FromVersion: m.Status.AppliedVersion,
 					Versions: planVersions(m), Database: migrationDatabase(m)}
 			}

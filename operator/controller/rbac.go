@@ -25,7 +25,12 @@ package controller
 // unresolved run in its annotation; its approvals are consumed as a schema's
 // are, and acknowledgments are only read. A Job dispatched under the legacy
 // result transport delivers its result in its Pod's log, hence pods/log
-// get. TestManagerClusterRole fails when a rule is missing or unused.
+// get. Record admission is proven by a dry-run create of a
+// PtahResultRecord (the create it already holds), and when it does not
+// hold, the admission policies and their bindings are read to name the
+// cause (cluster-scoped: under the per-namespace RoleBindings of a
+// watchNamespaces install these reads are refused, and the cause is named
+// generically). TestManagerClusterRole fails when a rule is missing or unused.
 //
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas,verbs=list;watch
 // +kubebuilder:rbac:groups=operator.ptah.run,resources=ptahschemas/status,verbs=update
@@ -48,3 +53,5 @@ package controller
 // +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=get;list;create;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=list;create;delete
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;validatingadmissionpolicies,verbs=get
+// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicybindings;validatingadmissionpolicybindings,verbs=list

@@ -52,6 +52,9 @@ type SchemaReconciler struct {
 	// DevDatabaseImage is the dev database sidecar's image (default
 	// DefaultDevDatabaseImage); spec.execution.devDatabase overrides it.
 	DevDatabaseImage string
+	// Admission proves record admission is enforcing in a schema's
+	// namespace; the PtahMigration reconciler consults the same one.
+	Admission *RecordAdmission
 
 	// refusals remembers the Pod-creation refusals already reported.
 	refusals map[types.UID]bool
@@ -81,6 +84,17 @@ func (r *SchemaReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 }
 
 func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
+	// No record's stamp means anything while record admission is not
+	// enforcing here: nothing starts and nothing is consumed until it is.
+	if p := r.Admission.Problem(ctx, s.Namespace); p != "" {
+		return r.admissionDown(ctx, s, p)
+	}
+	if admissionLapsed(s) {
+		if err := admissionRestored(ctx, r.Client, r.APIReader, r.Events, s); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{Requeue: true}, r.save(ctx, s)
+	}
 	// A dispatched Apply runs to its end: spec edits (suspend included),
 	// binding changes, lease lapses and restarts wait for its result, and
 	// only then does the new generation start again from Resolve.
@@ -103,6 +117,34 @@ func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema)
 		return r.hold(ctx, s)
 	}
 	return r.rest(ctx, s)
+}
+
+// admissionDown holds s while record admission is not enforcing in its
+// namespace: the condition says why, and a running Plan or Apply keeps its
+// database lease (a running Apply is never stopped), so no other operation
+// takes the database meanwhile.
+func (r *SchemaReconciler) admissionDown(ctx context.Context, s *v1alpha1.PtahSchema, problem string) (reconcile.Result, error) {
+	if holdForAdmission(s, problem) {
+		if err := r.save(ctx, s); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	res := reconcile.Result{RequeueAfter: r.Admission.interval()}
+	c := s.Status.ActiveOperation
+	if c == nil || c.JobUID == "" || !guarded(c.Type) {
+		return res, nil
+	}
+	lost, err := r.renew(ctx, s, c)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if lost != "" && c.Type == v1alpha1.OperationApply {
+		if err := r.reclaim(ctx, s, c, lost); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	res.RequeueAfter = min(res.RequeueAfter, r.leaseDuration()/3)
+	return res, nil
 }
 
 // outdated reports whether the spec or the execution binding changed since
@@ -438,12 +480,14 @@ func (f *foreignRecord) Error() string {
 // created, as admission stamped it, by the operation's own account from a
 // Pod of the claim's Job; any other is a *foreignRecord, never consumed.
 func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
-	return readRecord(ctx, rd, r.APIReader, r.resultTimeout(), s, c)
+	return readRecord(ctx, rd, r.APIReader, r.Admission, r.resultTimeout(), s, c)
 }
 
 // readRecord is record for either kind: rd reads the record (the cache or
-// the API server), api the Pod its stamp names, within timeout.
-func readRecord(ctx context.Context, rd, api ctrl.Reader, timeout time.Duration, s subject, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
+// the API server), api the Pod its stamp names, within timeout. A record
+// that passes is trusted only after adm proves, right then, that record
+// admission is enforcing in its namespace (an *admissionNotEnforcing otherwise).
+func readRecord(ctx context.Context, rd, api ctrl.Reader, adm *RecordAdmission, timeout time.Duration, s subject, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
 	var rec v1alpha1.PtahResultRecord
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -465,6 +509,9 @@ func readRecord(ctx context.Context, rd, api ctrl.Reader, timeout time.Duration,
 	}
 	if why != "" {
 		return nil, &foreignRecord{&rec, why, why == errUnstamped}
+	}
+	if err := adm.trustRecords(ctx, s.GetNamespace()); err != nil {
+		return nil, err
 	}
 	return &rec, nil
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -120,15 +121,36 @@ func TestRecordAdmission(t *testing.T) {
 // TestForgedRecordIsNotConsumed: while the Plan Job runs, someone who may
 // create Pods and records in the namespace writes, under the claim's name
 // and with the claim's id and digest, a record saying the plan is empty.
-// Admission lets it through (the account is not an operation's); the
-// manager refuses it, claims the Plan again under a new name, and the
-// schema converges through a real Apply.
+//
+//   - With record admission in force, admission lets it through (the account
+//     is not an operation's) and stamps the intruder; the manager refuses it,
+//     claims the Plan again under a new name, and the schema converges
+//     through a real Apply.
+//   - With record admission down in the namespace (the bindings leave it
+//     out), the forger writes createdBy itself, naming the operation's
+//     account and the Job's live Pod: a record every check of the manager's
+//     own would pass. The self-test sees admission down, the schema is
+//     held (ConfigurationError) and the record is not consumed; when
+//     admission is back, the record is deleted unread, the Plan's result
+//     comes from a record admission stamped, and the schema converges
+//     through a real Apply.
 func TestForgedRecordIsNotConsumed(t *testing.T) {
 	t.Parallel()
+	t.Run("stamped by admission", func(t *testing.T) {
+		t.Parallel()
+		forgedWhile(t, true)
+	})
+	t.Run("written while record admission is down", func(t *testing.T) {
+		t.Parallel()
+		forgedWhile(t, false)
+	})
+}
+
+func forgedWhile(t *testing.T, admission bool) {
 	var once sync.Once
 	forge := make(chan *batchv1.Job)
 	forged := make(chan struct{})
-	e := newEnv(t, func(o *envOption) {
+	e := newEnv(t, checkedEverySecond, func(o *envOption) {
 		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
 			if !strings.HasPrefix(j.Name, "ptah-plan-") {
 				return
@@ -146,18 +168,60 @@ func TestForgedRecordIsNotConsumed(t *testing.T) {
 	if c == nil || c.JobName != j.Name {
 		t.Fatalf("active claim %+v is not the held Plan Job %s", c, j.Name)
 	}
+	ctx := context.Background()
 	w := recordWriter(t, e.ns, "intruder", j.Name+"-forge")
 	rec := forgedRecord(e.ns, j.Name, "shop", c.ID, c.CoordinationDigest)
 	rec.Spec.Result = &v1alpha1.OperationResult{DriftDetected: ptr.To(false), Plan: &v1alpha1.PlanResult{
 		Fingerprint: "sha256:" + strings.Repeat("b", 64), BaseFingerprint: "forged", DesiredFingerprint: "forged",
 		Digest: "sha256:" + strings.Repeat("b", 64), Statements: []v1alpha1.Statement{}}}
-	must(t, w.Create(context.Background(), rec))
+	if !admission {
+		// The Job's live Pod, which the forged stamp names.
+		var pods corev1.PodList
+		must(t, shared.c.List(ctx, &pods, client.InNamespace(e.ns), client.MatchingLabels{"batch.kubernetes.io/job-name": j.Name}))
+		if len(pods.Items) != 1 {
+			t.Fatalf("Job %s has %d Pods, want its one live Pod", j.Name, len(pods.Items))
+		}
+		pod := pods.Items[0]
+		rec.CreatedBy = &v1alpha1.Creator{Username: "system:serviceaccount:" + e.ns + ":" + pod.Spec.ServiceAccountName, PodName: pod.Name, PodUID: string(pod.UID)}
+		setRecordAdmission(t, e.ns, false)
+		e.await("shop", "ReconciliationFailed=True (ConfigurationError) for record admission", converge, func(s *v1alpha1.PtahSchema) bool {
+			return admissionLapsed(s) && s.GetGeneration() == findCondition(s, v1alpha1.ConditionReconciliationFailed).ObservedGeneration
+		})
+	}
+	must(t, w.Create(ctx, rec))
 	close(forged)
 
-	ev := e.awaitEvent(v1alpha1.EventResultReadFailed, converge)
-	assertEvent(t, ev, "shop")
-	if !strings.Contains(ev.Message, j.Name) || !strings.Contains(ev.Message, "intruder") {
-		t.Errorf("the refusal does not name the record and its creator: %s", ev.Message)
+	if admission {
+		ev := e.awaitEvent(v1alpha1.EventResultReadFailed, converge)
+		assertEvent(t, ev, "shop")
+		if !strings.Contains(ev.Message, j.Name) || !strings.Contains(ev.Message, "intruder") {
+			t.Errorf("the refusal does not name the record and its creator: %s", ev.Message)
+		}
+	} else {
+		// Nothing stamped over the forgery, and the manager's own checks
+		// would take it: only the self-test stands between it and the plan.
+		var stored v1alpha1.PtahResultRecord
+		must(t, shared.c.Get(ctx, client.ObjectKeyFromObject(rec), &stored))
+		if stored.CreatedBy == nil || *stored.CreatedBy != *rec.CreatedBy {
+			t.Fatalf("admission was not down: the stored createdBy %+v is not the forged %+v", stored.CreatedBy, rec.CreatedBy)
+		}
+		if _, err := readRecord(ctx, shared.c, shared.c, nil, 10*time.Second, s, c); err != nil {
+			t.Fatalf("the forgery does not pass the manager's record checks, so it proves nothing here: %v", err)
+		}
+		if _, err := readRecord(ctx, shared.c, shared.c, e.rec.Admission, 10*time.Second, s, c); err == nil || !strings.Contains(err.Error(), "record admission is not enforcing") {
+			t.Errorf("with the self-test, the forgery is read as %v, want a refusal naming record admission", err)
+		}
+		time.Sleep(5 * time.Second) // the Plan Job ends meanwhile
+		s := e.get("shop")
+		if !admissionLapsed(s) || s.Status.Plan != nil {
+			t.Errorf("while record admission is down: conditions %s, plan %+v; want the schema held and no plan", conditions(s), s.Status.Plan)
+		}
+		setRecordAdmission(t, e.ns, true)
+		ev := e.awaitEventSaying(v1alpha1.EventResultReadFailed, "created while record admission was not enforcing", converge)
+		assertEvent(t, ev, "shop")
+		if !strings.Contains(ev.Message, j.Name) || !strings.Contains(ev.Message, "deleted unread") || !strings.Contains(ev.Message, rec.CreatedBy.PodName) {
+			t.Errorf("the Event does not say the forged record %s, naming Pod %s, was deleted unread: %s", j.Name, rec.CreatedBy.PodName, ev.Message)
+		}
 	}
 	s = inSync(e)
 	if s.Status.Plan != nil && strings.HasPrefix(s.Status.Plan.Digest, "sha256:bbbb") {
@@ -165,6 +229,17 @@ func TestForgedRecordIsNotConsumed(t *testing.T) {
 	}
 	// InSync came from a real Apply: the tables are there.
 	shared.pg.Exec(t, e.db, "SELECT id, email FROM customers; SELECT id, customer_id, note FROM orders")
+	if !admission {
+		// The plan came from a record of the Plan Job written once admission
+		// stamped again (its runner writes again when its record is gone),
+		// or from a Plan claimed anew: never from the forgery.
+		var now v1alpha1.PtahResultRecord
+		err := shared.c.Get(ctx, client.ObjectKeyFromObject(rec), &now)
+		if err == nil && now.UID == rec.UID {
+			t.Errorf("the forged record %s is still there: %+v", rec.Name, now.CreatedBy)
+		}
+		return
+	}
 	plans := 0
 	for _, m := range e.eventsOf(v1alpha1.EventOperationStarted) {
 		if strings.HasPrefix(m, "Plan Job ") && !strings.Contains(m, j.Name) {
@@ -173,5 +248,22 @@ func TestForgedRecordIsNotConsumed(t *testing.T) {
 	}
 	if plans == 0 {
 		t.Errorf("the Plan was not claimed again under a new name; events:\n%s", e.eventLines())
+	}
+}
+
+// awaitEventSaying waits for an Event of reason whose message contains says.
+func (e *env) awaitEventSaying(reason, says string, timeout time.Duration) corev1.Event {
+	e.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, ev := range e.events() {
+			if ev.Reason == reason && strings.Contains(ev.Message, says) {
+				return ev
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no %s Event saying %q within %s; events:\n%s", reason, says, timeout, e.eventLines())
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -53,10 +54,14 @@ func CacheOptions(namespaces []string, schemas labels.Selector) cache.Options {
 }
 
 // SetupWithManager reconciles a schema when its spec changes, when one of
-// its Jobs does, when a result record names it, when an approval does, or
-// when its verification policy's ConfigMap does.
+// its Jobs does, when a result record names it, when an approval does, when
+// its verification policy's ConfigMap does, or when record admission in its
+// namespace changes verdict (r.Admission, which it needs).
 // Its own status writes do not wake it: every write is followed by a requeue.
 func (r *SchemaReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Admission == nil {
+		return errors.New("the PtahSchema reconciler needs the record admission check (Admission): add NewRecordAdmission to the manager and hand it to both reconcilers")
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("ptahschema").
 		For(&v1alpha1.PtahSchema{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -65,6 +70,9 @@ func (r *SchemaReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.PtahSchemaApproval{}, handler.EnqueueRequestsFromMapFunc(approvalSubject)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podSubject)).
 		Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.policySubjects)).
+		WatchesRawSource(r.Admission.source(func(ctx context.Context, ns string) []reconcile.Request {
+			return inNamespace(ctx, r.Client, ns, &v1alpha1.PtahSchemaList{})
+		})).
 		Complete(r)
 }
 

@@ -132,7 +132,7 @@ func TestMigrationJobsShareTheMachinery(t *testing.T) {
 	}
 	result := func(c *v1alpha1.ActiveOperation) *v1alpha1.MigrationResult {
 		t.Helper()
-		rec, err := readRecord(ctx, shared.c, shared.c, 10*time.Second, m, c)
+		rec, err := readRecord(ctx, shared.c, shared.c, nil, 10*time.Second, m, c)
 		if err != nil || rec == nil {
 			t.Fatalf("the record of %s: %v (%v)\n%s", c.JobName, rec, err, e.runLogs(1))
 		}
@@ -162,12 +162,12 @@ func TestMigrationJobsShareTheMachinery(t *testing.T) {
 	var bad *foreignRecord
 	other := *apply
 	other.ID = observe.ID
-	if _, err := readRecord(ctx, shared.c, shared.c, 10*time.Second, m, &other); !errors.As(err, &bad) {
+	if _, err := readRecord(ctx, shared.c, shared.c, nil, 10*time.Second, m, &other); !errors.As(err, &bad) {
 		t.Errorf("the Apply's record read for another operation: %v, want refused", err)
 	}
 	schema := &v1alpha1.PtahSchema{ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID},
 		Spec: v1alpha1.PtahSchemaSpec{Target: m.Spec.Target}}
-	if _, err := readRecord(ctx, shared.c, shared.c, 10*time.Second, schema, apply); !errors.As(err, &bad) || !strings.Contains(err.Error(), "PtahMigration") {
+	if _, err := readRecord(ctx, shared.c, shared.c, nil, 10*time.Second, schema, apply); !errors.As(err, &bad) || !strings.Contains(err.Error(), "PtahMigration") {
 		t.Errorf("a migration's record read for a PtahSchema: %v, want refused naming the kind", err)
 	}
 	// A record its own Pod did not write: admin creates one under the
@@ -179,7 +179,7 @@ func TestMigrationJobsShareTheMachinery(t *testing.T) {
 			OperationID: forged.ID, Digest: forged.CoordinationDigest,
 			Result: &v1alpha1.OperationResult{Migrations: &v1alpha1.MigrationResult{Status: v1alpha1.MigrationUpToDate, Current: 99}}}}
 	if err := shared.c.Create(ctx, fake); err == nil {
-		if _, err := readRecord(ctx, shared.c, shared.c, 10*time.Second, m, forged); !errors.As(err, &bad) {
+		if _, err := readRecord(ctx, shared.c, shared.c, nil, 10*time.Second, m, forged); !errors.As(err, &bad) {
 			t.Errorf("a record an admin wrote under the operation's name: %v, want refused", err)
 		}
 	} else if !apierrors.IsForbidden(err) && !apierrors.IsInvalid(err) {
