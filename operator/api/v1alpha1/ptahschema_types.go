@@ -25,7 +25,7 @@ const (
 	ApplyAlways ApplyPolicy = "Always"
 )
 
-// Phase is where a PtahSchema stands in the pipeline of DESIGN.md section 3.
+// Phase is where a PtahSchema stands in the pipeline of docs/design.md section 3.
 // +kubebuilder:validation:Enum=Pending;Resolving;Verifying;Observing;Planning;ReadyToApply;AwaitingApproval;Blocked;Applying;VerifyingConvergence;InSync;Suspended;Failed
 type Phase string
 
