@@ -13,7 +13,7 @@
 //
 // exitCode is also the process's exit code: 0 success, 1 an expected
 // negative answer (schema drift found), 2 an error, whose stable code is
-// error.code (see report.Code: usage, connection, auth, parse, not_found,
+// error.code (see report.Code: usage, connection, connection_lost, auth, parse, not_found,
 // artifact_type, policy_refused, protected_table, stale_plan, plan_invalid,
 // destructive_refused, approval_required, lock_timeout, execution,
 // history_modified, history_missing, out_of_order, dirty, checksum_mismatch,

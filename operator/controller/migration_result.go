@@ -225,9 +225,10 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 				"the ptah writer lock on the database (%s) was not released: the reading that settles Apply operation %s (Job %s) was not granted it (%s), so a session of that run may still hold it; the release it owes is waited for again in %s",
 				u.Database, u.Operation, u.JobName, child.Message, durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry))
 		}
-	case report.Connection, report.Auth:
+	case report.Connection, report.Auth, report.ConnectionLost:
 		if pulled {
-			setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
+			reason, _ := unreachable(report.Code(child.Code))
+			setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, reason, child.Code+": "+child.Message)
 		}
 	}
 	if e.Code == runner.ErrProtocolMismatch {
@@ -293,6 +294,13 @@ func (r *MigrationReconciler) applyFinished(ctx context.Context, m *v1alpha1.Pta
 		why = child.Code + ": " + child.Message
 	} else if e != nil {
 		why = e.Code + ": " + e.Message
+	}
+	if child != nil {
+		// A run that could not reach the database, or lost it, says so
+		// rather than leave an earlier Connected standing.
+		if reason, ok := unreachable(report.Code(child.Code)); ok {
+			setCondition(m, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, reason, why)
+		}
 	}
 	var now []int64
 	current := from

@@ -284,9 +284,9 @@ func (r *SchemaReconciler) refusedOrFailed(ctx context.Context, s *v1alpha1.Ptah
 			"the runner of %s Job %s refused it before starting ptah: %s", c.Type, c.JobName, e.Message)
 		f.quiet = true
 	}
-	if childCode == string(report.Connection) || childCode == string(report.Auth) {
+	if reason, ok := unreachable(report.Code(childCode)); ok {
 		if c.Type != v1alpha1.OperationResolve && c.Type != v1alpha1.OperationVerify {
-			setCondition(s, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, v1alpha1.ReasonConnectionFailed, child.Code+": "+child.Message)
+			setCondition(s, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, reason, child.Code+": "+child.Message)
 		}
 	}
 	return r.failed(ctx, s, c, f)
@@ -631,4 +631,16 @@ func (r *SchemaReconciler) applyInputs(ctx context.Context, s *v1alpha1.PtahSche
 		return false, err
 	}
 	return true, nil
+}
+
+// unreachable is the DatabaseReachable=False reason of a ptah error code
+// that says the database was not reached, or was lost on the way.
+func unreachable(code report.Code) (string, bool) {
+	switch code {
+	case report.Connection, report.Auth:
+		return v1alpha1.ReasonConnectionFailed, true
+	case report.ConnectionLost:
+		return v1alpha1.ReasonConnectionLost, true
+	}
+	return "", false
 }

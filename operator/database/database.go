@@ -201,7 +201,7 @@ func StatementError(target, doing string, err error) *report.Error {
 	case errors.As(err, &pgErr):
 		return report.Errorf(report.Execution, "%s on %s: %s (SQLSTATE %s)", doing, target, pgErr.Message, pgErr.Code)
 	case lostMidOperation(err):
-		return report.Errorf(report.Connection, "%s on %s: the connection was lost mid-operation (the server stopped answering, or reset the connection)", doing, target)
+		return report.Errorf(report.ConnectionLost, "%s on %s: the connection was lost mid-operation (the server stopped answering, or reset the connection)", doing, target)
 	default:
 		return report.Errorf(report.Connection, "%s on %s: the connection failed", doing, target)
 	}

@@ -39,6 +39,10 @@ const (
 	Usage Code = "usage"
 	// Connection: the database or registry could not be reached.
 	Connection Code = "connection"
+	// ConnectionLost: an established database session stopped answering,
+	// or was reset, mid-operation (a partition, a server gone), as opposed
+	// to a connection that was refused or never made.
+	ConnectionLost Code = "connection_lost"
 	// Auth: the database or registry refused the credentials.
 	Auth Code = "auth"
 	// Permission: the database role may not do what the command needs.

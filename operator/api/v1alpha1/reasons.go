@@ -89,6 +89,9 @@ const (
 	// DatabaseReachable=True/False (False on any connection failure).
 	ReasonConnected        = "Connected"
 	ReasonConnectionFailed = "ConnectionFailed"
+	// ReasonConnectionLost: the last operation's session to the database
+	// stopped answering mid-operation; it reached the database, then lost it.
+	ReasonConnectionLost = "ConnectionLost"
 
 	// PlanReady=True: a plan is published; False with the reasons below.
 	ReasonPlanPublished         = "PlanPublished"
