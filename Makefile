@@ -12,7 +12,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 # Debian packages the tests need (binary that proves each one is there).
-HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium asciinema:/usr/bin/asciinema npm:/usr/bin/npm
+HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres iproute2:/usr/sbin/ip git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium asciinema:/usr/bin/asciinema npm:/usr/bin/npm
 
 .PHONY: test host-deps envtest generate check-generated lint scenarios recording unit demo site-deps
 .DEFAULT_GOAL := test
