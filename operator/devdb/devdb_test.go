@@ -117,3 +117,35 @@ func BenchmarkStartLocal(b *testing.B) {
 		local.Stop()
 	}
 }
+
+// BenchmarkFresh is the cost of one comparison's database and role on a
+// throwaway server: created, logged in to as the role, one query, dropped.
+func BenchmarkFresh(b *testing.B) {
+	ctx := context.Background()
+	local, err := devdb.StartLocal(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer local.Stop()
+	srv, err := devdb.Open(ctx, local.URL, 5*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	pg := testenv.StartPostgres(b)
+	target, err := database.OpenReadOnly(ctx, pg.CreateDatabase(b, "app"), 5*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer target.Close()
+	for b.Loop() {
+		db, drop, err := srv.Fresh(ctx, target)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "SELECT 1"); err != nil {
+			b.Fatal(err)
+		}
+		drop()
+	}
+}

@@ -334,6 +334,18 @@ FROM pg_roles r WHERE r.rolname = current_user`); err != nil {
 				t.Errorf("the comparison role is privileged: see above")
 			}
 			// RESET ROLE and SESSION AUTHORIZATION lead back to the same role.
+			// Only a SCRAM verifier of the password ever reached the server.
+			if d.super {
+				conn, err := pgx.Connect(ctx, d.inspect)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var verifier bool
+				if err := conn.QueryRow(ctx, `SELECT rolpassword LIKE 'SCRAM-SHA-256$4096:%' FROM pg_authid WHERE rolname = $1`, s).Scan(&verifier); err != nil || !verifier {
+					t.Errorf("the role's password is not stored as a SCRAM verifier (%v)", err)
+				}
+				conn.Close(ctx)
+			}
 			c, err := db.Conn(ctx)
 			if err != nil {
 				t.Fatal(err)
