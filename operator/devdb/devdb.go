@@ -94,9 +94,10 @@ func (s *Server) Close() {
 // and drops the database and the role. The role has no privilege beyond its
 // database (no superuser, CREATEDB, CREATEROLE, REPLICATION or BYPASSRLS,
 // member of no role, so of none of pg_execute_server_program,
-// pg_read_server_files and pg_write_server_files) and logs in with a random password, so the desired SQL
-// loaded through db can reach neither the server's files and programs nor
-// its other roles and databases, whatever the dev URL's role may do.
+// pg_read_server_files and pg_write_server_files) and logs in with a random
+// password, so the desired SQL loaded through db can reach neither the
+// server's files and programs nor its other roles and databases, whatever
+// the dev URL's role may do.
 //
 // Fresh refuses a dev server that is target's server, before any desired
 // SQL could run there: desired SQL can reach a whole server (DROP DATABASE,
