@@ -156,9 +156,12 @@ type escape struct {
 // follow-up that leaves a trace if the privilege was gained. m is a file
 // path the server's system user may create.
 func escapes(m string) []escape {
-	touch := "COPY (SELECT 1) TO PROGRAM 'touch " + m + "'"
+	// The program reads its input: PostgreSQL fails the COPY if the pipe
+	// closes before it has written the row.
+	touch := "COPY (SELECT 1) TO PROGRAM 'touch " + m + "; cat >/dev/null'"
 	return []escape{
 		{"copy to program", touch + ";", true},
+		{"copy to program, touch alone", "COPY (SELECT 1) TO PROGRAM 'touch " + m + "';", false},
 		{"copy to file", "CREATE TABLE t AS SELECT 1 AS x; COPY t TO '" + m + "';", true},
 		{"pg_read_file", "CREATE TABLE loot AS SELECT pg_read_file('/etc/passwd') AS f;", true},
 		{"pg_ls_dir", "CREATE TABLE loot AS SELECT pg_ls_dir('.') AS f;", true},

@@ -225,7 +225,7 @@ func TestGeneratedEscapeSeeds(t *testing.T) {
 	runs := newEscapeRuns(t)
 	for _, r := range runs {
 		m := filepath.Join(r.dir, "marker")
-		touch := "COPY (SELECT 1) TO PROGRAM 'touch " + m + "'"
+		touch := "COPY (SELECT 1) TO PROGRAM 'touch " + m + "; cat >/dev/null'"
 		seeds := []struct {
 			name, sql string
 			planned   bool // the errors are swallowed: the plan succeeds
