@@ -128,10 +128,10 @@ func TestSchemaCommands(t *testing.T) {
 	dir := t.TempDir()
 	target := u.Host
 	// The dev database is a server of its own, reached as a role that may
-	// create databases.
+	// create databases and roles (each run's own).
 	devPG := testenv.StartPostgres(t)
 	devURL := devPG.CreateDatabase(t, "dev")
-	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB")
+	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB CREATEROLE")
 	t.Setenv(devdb.URLEnv, devURL)
 	c.secrets = append(c.secrets, devPG.SuperPassword, mustPassword(t, devURL))
 

@@ -128,7 +128,7 @@ func newDesiredFlags(fs *flag.FlagSet) desiredFlags {
 		files:     listFlag(fs, "schema-file", "desired-state SQL file, repeatable; run in this order"),
 		schemas:   listFlag(fs, "schema", "database schema ptah keeps, repeatable (default public alone); the objects of any other schema are neither planned nor dropped"),
 		exclude:   listFlag(fs, "exclude", "atlas glob of objects to leave alone (\"t\", \"t.c\", \"audit_*\"), repeatable"),
-		devURL:    fs.String("dev-url", "", "dev database: a PostgreSQL server other than the target's, where each run loads the desired SQL into a fresh database and drops it; its role needs CREATEDB (default $"+devdb.URLEnv+")"),
+		devURL:    fs.String("dev-url", "", "dev database: a PostgreSQL server other than the target's, where each run loads the desired SQL into a fresh database and drops it; its role needs CREATEDB and CREATEROLE (the desired SQL runs as a role ptah creates per run, ptah_dev_*, logging in by password to its own database: pg_hba must allow that) (default $"+devdb.URLEnv+")"),
 		throwaway: fs.Bool("dev-throwaway", false, "start a throwaway PostgreSQL (initdb and postgres from PATH or /usr/lib/postgresql/*/bin, unix socket only, removed after) as the dev database"),
 		db:        newDBFlags(fs),
 	}

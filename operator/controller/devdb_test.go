@@ -160,13 +160,13 @@ func TestOperationPodsCarryTheDevDatabase(t *testing.T) {
 
 // TestOwnerNamedDevDatabase converges with spec.execution.devDatabase.urlFrom
 // naming a server of the owner's: no sidecar runs, the comparison database
-// is created there and dropped.
+// and its role are created there and dropped.
 func TestOwnerNamedDevDatabase(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	dev := testenv.StartPostgres(t)
 	devURL := dev.CreateDatabase(t, "devrole")
-	dev.Exec(t, "postgres", "ALTER ROLE devrole CREATEDB")
+	dev.Exec(t, "postgres", "ALTER ROLE devrole CREATEDB CREATEROLE")
 	e.secret("dev-db", map[string]string{"url": devURL})
 	e.schema(func(s *v1alpha1.PtahSchema) {
 		s.Spec.Execution.DevDatabase = &v1alpha1.DevDatabase{URLFrom: &v1alpha1.SecretKeyRef{Name: "dev-db", Key: "url"}}
@@ -188,6 +188,12 @@ func TestOwnerNamedDevDatabase(t *testing.T) {
 	}
 	if left != 0 {
 		t.Errorf("%d comparison databases left on the owner's dev server", left)
+	}
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_roles WHERE rolname LIKE 'ptah\_dev\_%'`).Scan(&left); err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("%d comparison roles left on the owner's dev server", left)
 	}
 	// Its password never reaches status, Events or logs either.
 	u, _ := neturl.Parse(devURL)

@@ -15,9 +15,10 @@ import (
 	"ptah.run/operator/operator/devdb"
 )
 
-// TestThrowawayServer is what the desired SQL gets: a role that is no
-// superuser, a server with no TCP listener that the superuser cannot log in
-// to, and nothing left once it is stopped.
+// TestThrowawayServer is what ptah gets: a role that is no superuser and may
+// create databases and roles (each comparison's), a server with no TCP
+// listener that the superuser cannot log in to, and nothing left once it is
+// stopped.
 func TestThrowawayServer(t *testing.T) {
 	ctx := context.Background()
 	local, err := devdb.StartLocal(ctx)
@@ -37,8 +38,8 @@ func TestThrowawayServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close(ctx)
-	if user != devdb.Role || super || createRole || !createDB || listen != "" {
-		t.Fatalf("role %s super=%v createrole=%v createdb=%v, listen_addresses %q; want %s, only CREATEDB, no TCP", user, super, createRole, createDB, listen, devdb.Role)
+	if user != devdb.Role || super || !createRole || !createDB || listen != "" {
+		t.Fatalf("role %s super=%v createrole=%v createdb=%v, listen_addresses %q; want %s, CREATEDB and CREATEROLE only, no TCP", user, super, createRole, createDB, listen, devdb.Role)
 	}
 	asSuper := strings.Replace(local.URL, devdb.Role+"@", "postgres@", 1)
 	if c, err := pgx.Connect(ctx, asSuper); err == nil {
@@ -114,5 +115,37 @@ func BenchmarkStartLocal(b *testing.B) {
 			b.Fatal(err)
 		}
 		local.Stop()
+	}
+}
+
+// BenchmarkFresh is the cost of one comparison's database and role on a
+// throwaway server: created, logged in to as the role, one query, dropped.
+func BenchmarkFresh(b *testing.B) {
+	ctx := context.Background()
+	local, err := devdb.StartLocal(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer local.Stop()
+	srv, err := devdb.Open(ctx, local.URL, 5*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srv.Close()
+	pg := testenv.StartPostgres(b)
+	target, err := database.OpenReadOnly(ctx, pg.CreateDatabase(b, "app"), 5*time.Second)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer target.Close()
+	for b.Loop() {
+		db, drop, err := srv.Fresh(ctx, target)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := db.ExecContext(ctx, "SELECT 1"); err != nil {
+			b.Fatal(err)
+		}
+		drop()
 	}
 }

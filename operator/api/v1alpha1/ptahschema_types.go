@@ -245,9 +245,11 @@ type DevDatabase struct {
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// URLFrom names the Secret key holding the URL of a PostgreSQL server,
-	// never the target's (ptah refuses it), as a role with CREATEDB: each
-	// operation creates a database there, loads the desired SQL into it and
-	// drops it. No sidecar runs then.
+	// never the target's (ptah refuses it), as a role with CREATEDB and
+	// CREATEROLE: each operation creates a database there and a role owning
+	// it (ptah_dev_*, a random password; pg_hba must let it log in to its
+	// own database), loads the desired SQL into it as that role and drops
+	// both. No sidecar runs then.
 	// +optional
 	URLFrom *SecretKeyRef `json:"urlFrom,omitempty"`
 }
