@@ -166,7 +166,7 @@ func TestReadOnlyCommandsSendTheTargetOnlyReviewedStatements(t *testing.T) {
 	dbURL := pg.CreateDatabase(t, "shop")
 	devPG := testenv.StartPostgres(t)
 	devURL := devPG.CreateDatabase(t, "dev")
-	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB")
+	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB CREATEROLE")
 	t.Setenv(devdb.URLEnv, devURL)
 	t.Setenv(database.URLEnv, dbURL)
 	c := &cli{t: t, secrets: []string{mustPassword(t, dbURL), mustPassword(t, devURL), pg.SuperPassword, devPG.SuperPassword}}

@@ -17,7 +17,7 @@ import (
 // off from its client mid-operation (its network namespace drops every
 // packet it sends back: no refusal, no reset) while a read-only session
 // waits on the server for the ptah writer lock, as migrations status does.
-// The wait ends with a Connection error saying the connection was lost,
+// The wait ends with a connection_lost error saying the connection was lost,
 // within LostAfter(connect timeout) and some slack, rather than when the
 // Job's deadline would end it; after the partition heals, a new session
 // works.
@@ -63,8 +63,8 @@ func TestASilentServerEndsTheOperationWithinTheBound(t *testing.T) {
 		took := time.Since(cut)
 		t.Logf("the lock wait ended %s after the cut (bound %s): %v", took.Round(time.Second), bound, err)
 		e := report.AsError(err)
-		if e.Code != report.Connection || !strings.Contains(e.Message, "lost mid-operation") {
-			t.Fatalf("want a Connection error saying the connection was lost mid-operation, got %v", err)
+		if e.Code != report.ConnectionLost || !strings.Contains(e.Message, "lost mid-operation") {
+			t.Fatalf("want a connection_lost error saying the connection was lost mid-operation, got %v", err)
 		}
 	case <-time.After(bound + 30*time.Second):
 		t.Fatalf("the lock wait still hangs %s after the server went silent (bound %s)", bound+30*time.Second, bound)
