@@ -30,13 +30,18 @@ type Postgres struct {
 	// SuperPassword is the password of the superuser "postgres".
 	SuperPassword string
 	Started       time.Duration
-	dataDir       string
+	// LogFile is the server's log: its stderr, appended to while it runs
+	// (logging_collector is off), removed with the cluster.
+	LogFile string
+	dataDir string
 }
 
 // StartPostgres initialises a cluster in a temporary directory, starts it on
 // a free loopback port, and stops and removes it when t ends. As root the
 // server runs as the unprivileged system user postgres, as PostgreSQL requires.
-func StartPostgres(t testing.TB) *Postgres {
+// Each of settings, "name=value", is a server setting given after ptah's own
+// (as postgres -c name=value), such as "log_statement=all".
+func StartPostgres(t testing.TB, settings ...string) *Postgres {
 	t.Helper()
 	for _, bin := range []string{"initdb", "postgres"} {
 		if _, err := os.Stat(filepath.Join(PostgresBinDir, bin)); err != nil {
@@ -53,7 +58,7 @@ func StartPostgres(t testing.TB) *Postgres {
 	if err := os.Chown(dir, uid, gid); err != nil {
 		t.Fatalf("testenv: chown %s to the postgres user: %v", dir, err)
 	}
-	p := &Postgres{Host: "127.0.0.1", SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data")}
+	p := &Postgres{Host: "127.0.0.1", SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data"), LogFile: filepath.Join(dir, "server.log")}
 	pwfile := filepath.Join(dir, "pw")
 	if err := os.WriteFile(pwfile, []byte(p.SuperPassword+"\n"), 0o600); err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -69,17 +74,28 @@ func StartPostgres(t testing.TB) *Postgres {
 	}
 	// A free port can be taken between the probe and the bind: try a few.
 	var srv *exec.Cmd
-	var logs bytes.Buffer
+	logs := func() []byte { b, _ := os.ReadFile(p.LogFile); return b }
 	for attempt := 0; attempt < 5; attempt++ {
 		p.Port = freePort(t)
-		logs.Reset()
-		srv = exec.Command(filepath.Join(PostgresBinDir, "postgres"), "-D", p.dataDir, "-p", strconv.Itoa(p.Port),
-			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir,
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
-		srv.Stdout, srv.Stderr = &logs, &logs
+		args := []string{"-D", p.dataDir, "-p", strconv.Itoa(p.Port),
+			"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=" + dir,
+			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "logging_collector=off"}
+		for _, s := range settings {
+			args = append(args, "-c", s)
+		}
+		srv = exec.Command(filepath.Join(PostgresBinDir, "postgres"), args...)
+		// The server writes its log straight into the file (no copy by this
+		// process), in appends, so a reader sees every line it wrote.
+		logFile, err := os.OpenFile(p.LogFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		srv.Stdout, srv.Stderr = logFile, logFile
 		// Pdeathsig stops the server if the test binary is killed outright.
 		srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-		if err := srv.Start(); err != nil {
+		err = srv.Start()
+		logFile.Close() // the server holds its own descriptor
+		if err != nil {
 			t.Fatalf("testenv: start postgres: %v", err)
 		}
 		exited := make(chan error, 1)
@@ -97,12 +113,12 @@ func StartPostgres(t testing.TB) *Postgres {
 			p.Started = time.Since(start)
 			t.Logf("testenv: postgres 15 on %s:%d up in %s", p.Host, p.Port, p.Started.Round(time.Millisecond))
 			return p
-		} else if !bytes.Contains(logs.Bytes(), []byte("could not bind")) {
+		} else if !bytes.Contains(logs(), []byte("could not bind")) {
 			_ = srv.Process.Kill()
-			t.Fatalf("testenv: postgres did not start: %v\n%s", err, logs.String())
+			t.Fatalf("testenv: postgres did not start: %v\n%s", err, logs())
 		}
 	}
-	t.Fatalf("testenv: postgres found no free port:\n%s", logs.String())
+	t.Fatalf("testenv: postgres found no free port:\n%s", logs())
 	return nil
 }
 
