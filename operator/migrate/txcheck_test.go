@@ -463,7 +463,10 @@ func TestPinnedSettingsAreRefused(t *testing.T) {
 			t.Errorf("%q: the run's check says %v", form, err)
 		}
 	}
-	e := wantCode(t, func() error { _, err := prepare(Migration{path: "x.sql", text: "SELECT 1;\n\n  RESET ALL;"}); return err }(), report.PinnedSetting)
+	e := wantCode(t, func() error {
+		_, err := prepare(Migration{path: "x.sql", text: "SELECT 1;\n\n  RESET ALL;"})
+		return err
+	}(), report.PinnedSetting)
 	if want := `x.sql:3: "RESET ALL" resets every setting to the session's default, standard_conforming_strings, backslash_quote and client_encoding included: PostgreSQL reads the text of SQL by these settings, and ptah runs every migration as its parser reads it, under standard_conforming_strings=on, backslash_quote=safe_encoding, client_encoding=UTF8 (set again before each migration); remove the statement at line 3 (write a string with backslash escapes as E'...'; migration files are UTF-8)`; e.Message != want {
 		t.Errorf("message:\n%s\nwant\n%s", e.Message, want)
 	}
