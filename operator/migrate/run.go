@@ -232,43 +232,51 @@ func apply(ctx context.Context, c *pgx.Conn, target string, m Migration, s scrip
 	if s.mode == alone {
 		return applyAlone(ctx, c, target, m, s)
 	}
-	// rolledBack ends a transaction that failed with e: PostgreSQL answered
-	// with an error, so nothing of it is committed once ROLLBACK is sent
-	// (or once the session ends, if that is lost too).
-	rolledBack := func(e *report.Error) (string, error) {
+	// rolledBack ends a transaction that failed, then describes why:
+	// PostgreSQL answered with an error, so nothing of it is committed once
+	// ROLLBACK is sent (or once the session ends, if that is lost too).
+	rolledBack := func(describe func() *report.Error) (string, error) {
+		_, rerr := c.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		e := describe()
 		e.Message += fmt.Sprintf("; its transaction was rolled back, so nothing of migration %d was committed", m.Version)
-		if _, err := c.Exec(context.WithoutCancel(ctx), "ROLLBACK"); err != nil {
+		if rerr != nil {
 			e.Message += fmt.Sprintf(" (PostgreSQL ends it with the session), but the session was lost before its started mark in %s could be removed, so its history row stays dirty", revisionTable)
 			return Unknown, e
 		}
 		return clearMark(ctx, c, target, m, e)
 	}
 	if _, err := c.Exec(ctx, "BEGIN"); err != nil {
-		return rolledBack(database.StatementError(target, "begin", err))
+		return rolledBack(func() *report.Error { return database.StatementError(target, "begin", err) })
 	}
-	if err := database.ExecScript(ctx, c.PgConn(), target, m.path, s.text, s.stmts, report.Execution); err != nil {
-		e := report.AsError(err)
-		if e.Code == report.Connection {
+	if err := database.ExecScript(ctx, c.PgConn(), s.text); err != nil {
+		var failure *database.ScriptFailure
+		if !errors.As(err, &failure) {
 			// No COMMIT was sent: PostgreSQL rolls the transaction back
 			// when it finds the session gone, but the row stays dirty.
+			e := database.ScriptError(err, target, m.path, s.text, s.stmts, report.Execution)
 			e.Message += fmt.Sprintf("; no COMMIT was sent, so PostgreSQL rolls its transaction back, but its started mark in %s stays: the history row of migration %d is dirty", revisionTable, m.Version)
 			return Unknown, e
 		}
-		return rolledBack(e)
+		// The line is found after ROLLBACK: for a file not parsed before,
+		// finding it starts the parser, and its transaction holds locks.
+		return rolledBack(func() *report.Error {
+			return database.ScriptError(err, target, m.path, s.text, s.stmts, report.Execution)
+		})
 	}
 	if _, err := c.Exec(ctx, "UPDATE "+revisionTable+" SET dirty = false, applied_at = now() WHERE version = $1", m.Version); err != nil {
 		e := database.StatementError(target, fmt.Sprintf("record migration %d as applied", m.Version), err)
 		if e.Code == report.Connection {
 			return Unknown, e
 		}
-		return rolledBack(e)
+		return rolledBack(func() *report.Error { return e })
 	}
 	tag, err := c.Exec(ctx, "COMMIT")
 	var pgErr *pgconn.PgError
 	switch {
-	case errors.As(err, &pgErr):
+	case errors.As(err, &pgErr) && pgErr.Severity == "ERROR":
 		// An error at COMMIT (a deferred constraint, a serialization
-		// failure) aborts the transaction: nothing of it is committed.
+		// failure) aborts the transaction: nothing of it is committed. The
+		// server ending the session there (FATAL) leaves it unknown.
 		return clearMark(ctx, c, target, m, report.Errorf(report.Execution, "%s: commit migration %d on %s: %s (SQLSTATE %s); its transaction was rolled back, so nothing of migration %d was committed", m.path, m.Version, target, pgErr.Message, pgErr.Code, m.Version))
 	case err != nil:
 		return Unknown, database.StatementError(target, fmt.Sprintf("commit migration %d", m.Version), err)
@@ -297,8 +305,8 @@ func clearMark(ctx context.Context, c *pgx.Conn, target string, m Migration, e *
 // itself: then the row is deleted and the version is Failed. Only an answer
 // lost on the way (the statement may have finished) leaves the row dirty.
 func applyAlone(ctx context.Context, c *pgx.Conn, target string, m Migration, s script) (string, error) {
-	if err := database.ExecScript(ctx, c.PgConn(), target, m.path, s.text, s.stmts, report.Execution); err != nil {
-		e := report.AsError(err)
+	if err := database.ExecScript(ctx, c.PgConn(), s.text); err != nil {
+		e := database.ScriptError(err, target, m.path, s.text, s.stmts, report.Execution)
 		if e.Code == report.Connection {
 			e.Message = fmt.Sprintf("run %s (%s, outside a transaction) on %s: the connection failed", m.path, s.stmt, target)
 			return Unknown, e

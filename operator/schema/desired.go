@@ -63,8 +63,9 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) error {
 			if _, err := c.Exec(ctx, sqlsplit.Pin()); err != nil {
 				return database.StatementError(db.Target, "set the settings SQL is read under", err)
 			}
-			if err := database.ExecScript(ctx, c.PgConn(), db.Target, f.Name, withoutConcurrently(f.Text), nil, report.Parse); err != nil {
-				e := report.AsError(err)
+			text := withoutConcurrently(f.Text)
+			if err := database.ExecScript(ctx, c.PgConn(), text); err != nil {
+				e := database.ScriptError(err, db.Target, f.Name, text, nil, report.Parse)
 				e.Message += " (loading the desired schema into the dev database)"
 				return e
 			}
