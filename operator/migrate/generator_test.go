@@ -34,6 +34,9 @@ type genFile struct {
 	// must read them, when it commits; objects what it creates.
 	rows    []string
 	objects []string
+	// failLine is the line of the statement that fails, which the error
+	// message names.
+	failLine int
 }
 
 // gen draws the parts of a file; n numbers the names it makes. A plain
@@ -295,6 +298,7 @@ func genMigration(t *rapid.T) genFile {
 	for range rapid.IntRange(1, 4).Draw(t, "writes") {
 		stmts = append(stmts, g.statement())
 	}
+	failing := -1
 	hazard := g.pick("hazard", []string{"transaction control", "failing", "failing", "pinned setting", "meta-command", "none"}, []string{"failing", "failing", "none"})
 	switch hazard {
 	case "transaction control":
@@ -303,6 +307,7 @@ func genMigration(t *rapid.T) genFile {
 	case "failing":
 		stmts = append(stmts, g.draw("failing", "SELECT 1/0", "INSERT INTO planted (id, note) VALUES (1, 'dup')", "INSERT INTO planted (id, note) VALUES (99, NULL)", "SELECT * FROM missing_table", "INSERT INTO missing_table VALUES (1)", "UPDATE planted SET note = 'x' WHERE id = 1/0"))
 		f.fails = true
+		failing = len(stmts) - 1
 	case "pinned setting":
 		stmts = slices.Insert(stmts, rapid.IntRange(0, len(stmts)).Draw(t, "at"), g.draw("pinned", "SET standard_conforming_strings = off", "RESET ALL", "SELECT set_config('backslash_quote', 'off', false)", "SET NAMES 'LATIN1'", "set local Standard_Conforming_Strings to default"))
 	}
@@ -312,7 +317,11 @@ func genMigration(t *rapid.T) genFile {
 	wrapped := !g.plain && g.coin("wrapped", 20)
 	noFinal := !wrapped && hazard != "meta-command" && g.coin("no final semicolon", 10)
 	var b strings.Builder
+	failAt := 0
 	for i, s := range stmts {
+		if i == failing {
+			failAt = b.Len()
+		}
 		b.WriteString(s)
 		if noFinal && i == len(stmts)-1 {
 			break
@@ -332,8 +341,10 @@ func genMigration(t *rapid.T) genFile {
 	f.text, f.sent = body, body
 	if wrapped {
 		f.text = "BEGIN;\n" + body + "\nCOMMIT;\n"
+		failAt += len("BEGIN;\n")
 		f.sent = "      \n" + body + "\n       \n"
 	}
+	f.failLine = strings.Count(f.text[:failAt], "\n") + 1
 	switch hazard {
 	case "meta-command":
 		f.refusal = report.Parse
@@ -489,7 +500,7 @@ func checkGenerated(t *rapid.T, srv *loggedServer, preface string, f genFile) {
 			if want := map[bool]string{true: Partial, false: Failed}[preface != ""]; r.Status != want {
 				t.Fatalf("status %s, want %s", r.Status, want)
 			}
-			if msg := report.AsError(err).Message; !strings.Contains(msg, versionFile(2)) || !strings.Contains(msg, "its transaction was rolled back, so nothing of migration 2 was committed; its history row was removed") {
+			if msg := report.AsError(err).Message; !strings.Contains(msg, fmt.Sprintf("%s:%d: ", versionFile(2), f.failLine)) || !strings.Contains(msg, "its transaction was rolled back, so nothing of migration 2 was committed; its history row was removed") {
 				t.Fatalf("message: %s", msg)
 			}
 		} else {
