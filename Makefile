@@ -108,6 +108,13 @@ unit: site-deps
 	$(GO) test -count=1 -v -run 'Test(APIServer|Postgres|Registry)' ./acceptance/testenv/ | grep -E 'testenv:|^(--- |ok|FAIL|PASS)'
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /acceptance/testenv$$)
 
+MIGRATE_FUZZ_CHECKS ?= 2000
+.PHONY: migrate-fuzz
+## migrate-fuzz: the migration generator's long run, $(MIGRATE_FUZZ_CHECKS) files (make test runs 30) on a PostgreSQL 15
+## logging every statement: each refused before anything runs, or one transaction for its version, nothing of a failed one left
+migrate-fuzz:
+	$(GO) test -count=1 -v -timeout 4h -run '^TestGeneratedMigrationsRunAsChecked$$' ./operator/migrate/ -rapid.checks=$(MIGRATE_FUZZ_CHECKS)
+
 .PHONY: peer-schemas
 ## peer-schemas: run the sqldef PostgreSQL suite from ../shared/peer-schemas (skipped with a message when absent):
 ## pass, converged, equal and errors, then the failures by cause (MATCH=regex for a subset)

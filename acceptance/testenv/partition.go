@@ -11,7 +11,14 @@ import (
 type PostgresOption func(*postgresOptions)
 
 type postgresOptions struct {
-	netns *Partition
+	netns    *Partition
+	settings []string
+}
+
+// Settings are server settings, "name=value", given after ptah's own (as
+// postgres -c name=value), such as "log_statement=all".
+func Settings(settings ...string) PostgresOption {
+	return func(o *postgresOptions) { o.settings = append(o.settings, settings...) }
 }
 
 // Behind runs the server inside p's network namespace, listening on

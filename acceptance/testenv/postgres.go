@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -32,13 +31,16 @@ type Postgres struct {
 	// SuperPassword is the password of the superuser "postgres".
 	SuperPassword string
 	Started       time.Duration
-	dataDir       string
-	logs          *lockedBuffer
+	// LogFile is the server's log: its stderr, appended to while it runs
+	// (logging_collector is off), removed with the cluster.
+	LogFile string
+	dataDir string
 }
 
 // StartPostgres initialises a cluster in a temporary directory, starts it on
 // a free loopback port, and stops and removes it when t ends. As root the
 // server runs as the unprivileged system user postgres, as PostgreSQL requires.
+// Settings and Behind change how it runs.
 func StartPostgres(t testing.TB, opts ...PostgresOption) *Postgres {
 	t.Helper()
 	var o postgresOptions
@@ -64,7 +66,7 @@ func StartPostgres(t testing.TB, opts ...PostgresOption) *Postgres {
 	if o.netns != nil {
 		host = o.netns.ServerAddr
 	}
-	p := &Postgres{Host: host, SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data")}
+	p := &Postgres{Host: host, SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data"), LogFile: filepath.Join(dir, "server.log")}
 	pwfile := filepath.Join(dir, "pw")
 	if err := os.WriteFile(pwfile, []byte(p.SuperPassword+"\n"), 0o600); err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -89,18 +91,26 @@ func StartPostgres(t testing.TB, opts ...PostgresOption) *Postgres {
 	}
 	// A free port can be taken between the probe and the bind: try a few.
 	var srv *exec.Cmd
-	logs := &lockedBuffer{}
-	p.logs = logs
+	logs := func() []byte { b, _ := os.ReadFile(p.LogFile); return b }
 	for attempt := 0; attempt < 5; attempt++ {
 		p.Port = freePort(t)
 		if o.netns != nil {
 			p.Port = 5432 // the namespace is the server's alone
 		}
-		logs.Reset()
 		args := []string{"-D", p.dataDir, "-p", strconv.Itoa(p.Port),
 			"-c", "listen_addresses=" + host, "-c", "unix_socket_directories=" + dir,
-			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"}
+			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "logging_collector=off"}
+		for _, s := range o.settings {
+			args = append(args, "-c", s)
+		}
 		srv = exec.Command(filepath.Join(PostgresBinDir, "postgres"), args...)
+		// The server writes its log straight into the file (no copy by this
+		// process), in appends, so a reader sees every line it wrote.
+		logFile, err := os.OpenFile(p.LogFile, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
+		if err != nil {
+			t.Fatalf("testenv: %v", err)
+		}
+		srv.Stdout, srv.Stderr = logFile, logFile
 		// Pdeathsig stops the server if the test binary is killed outright.
 		srv.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
 		if o.netns != nil {
@@ -109,9 +119,11 @@ func StartPostgres(t testing.TB, opts ...PostgresOption) *Postgres {
 				fmt.Sprintf("--reuid=%d", uid), fmt.Sprintf("--regid=%d", gid), "--clear-groups", "--",
 				filepath.Join(PostgresBinDir, "postgres")}, args...)...)
 			srv.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			srv.Stdout, srv.Stderr = logFile, logFile
 		}
-		srv.Stdout, srv.Stderr = logs, logs
-		if err := srv.Start(); err != nil {
+		err = srv.Start()
+		logFile.Close() // the server holds its own descriptor
+		if err != nil {
 			t.Fatalf("testenv: start postgres: %v", err)
 		}
 		exited := make(chan error, 1)
@@ -129,12 +141,12 @@ func StartPostgres(t testing.TB, opts ...PostgresOption) *Postgres {
 			p.Started = time.Since(start)
 			t.Logf("testenv: postgres 15 on %s:%d up in %s", p.Host, p.Port, p.Started.Round(time.Millisecond))
 			return p
-		} else if !strings.Contains(logs.String(), "could not bind") {
+		} else if !bytes.Contains(logs(), []byte("could not bind")) {
 			_ = srv.Process.Kill()
-			t.Fatalf("testenv: postgres did not start: %v\n%s", err, logs.String())
+			t.Fatalf("testenv: postgres did not start: %v\n%s", err, logs())
 		}
 	}
-	t.Fatalf("testenv: postgres found no free port:\n%s", logs.String())
+	t.Fatalf("testenv: postgres found no free port:\n%s", logs())
 	return nil
 }
 
@@ -256,29 +268,7 @@ func (p *Postgres) SyncLog(t testing.TB) {
 }
 
 // Log is everything the server wrote to its standard output and error so far.
-func (p *Postgres) Log() string { return p.logs.String() }
-
-// lockedBuffer is the server's output: written by the process's copier
-// goroutine, read by tests.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(b)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
-
-func (w *lockedBuffer) Reset() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.b.Reset()
+func (p *Postgres) Log() string {
+	b, _ := os.ReadFile(p.LogFile)
+	return string(b)
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
 	"os/exec"
 	"testing"
 	"time"
@@ -86,6 +87,27 @@ func TestPostgresCreatesAndReadsBackTable(t *testing.T) {
 	if c, err := pgx.Connect(ctx, pg.URL("shop", "wrong", "shop")); err == nil {
 		c.Close(ctx)
 		t.Fatal("connected with a wrong password")
+	}
+}
+
+// TestPostgresSettingsAndLog: extra server settings apply, and the server's
+// log (here every statement, log_statement=all) is in LogFile.
+func TestPostgresSettingsAndLog(t *testing.T) {
+	pg := StartPostgres(t, Settings("log_statement=all", "standard_conforming_strings=off"))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, pg.SuperURL("postgres"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var scs string
+	if err := conn.QueryRow(ctx, `SELECT current_setting('standard_conforming_strings') /* logged */`).Scan(&scs); err != nil || scs != "off" {
+		t.Fatalf("standard_conforming_strings %q (%v), want off", scs, err)
+	}
+	b, err := os.ReadFile(pg.LogFile)
+	if err != nil || !bytes.Contains(b, []byte(": SELECT current_setting('standard_conforming_strings') /* logged */")) {
+		t.Fatalf("the statement is not in %s (%v):\n%s", pg.LogFile, err, b)
 	}
 }
 

@@ -16,8 +16,9 @@
 // error.code (see report.Code: usage, connection, connection_lost, auth, parse, not_found,
 // artifact_type, policy_refused, protected_table, stale_plan, plan_invalid,
 // destructive_refused, approval_required, lock_timeout, execution,
-// history_modified, history_missing, out_of_order, dirty, checksum_mismatch,
-// sequence_mismatch, permission, internal). Without --json a person gets text on stdout
+// history_modified, history_missing, out_of_order, dirty, not_transactional,
+// pinned_setting, checksum_mismatch, sequence_mismatch, permission,
+// internal). Without --json a person gets text on stdout
 // and "ptah COMMAND: CODE: MESSAGE" on stderr. Nothing ptah prints holds a
 // password, a database user or a database URL.
 //
@@ -97,16 +98,37 @@
 //     retrying); if the session is lost, the row stays dirty (Unknown). Mixed
 //     with any other statement, or inside a BEGIN ... COMMIT wrapper, it is
 //     refused: move it to a migration of its own.
+//   - A file that changes a setting PostgreSQL reads SQL text under is
+//     refused, naming file, line and statement (error code pinned_setting):
+//     SET, SET LOCAL or RESET of standard_conforming_strings,
+//     backslash_quote or client_encoding, SET NAMES, RESET ALL, set_config
+//     of one of them named by a constant, an UPDATE of pg_settings. Setting
+//     one to the value ptah pins is accepted (pg_dump's header does), as are
+//     a function's SET clause and ALTER ROLE/DATABASE ... SET.
 //   - A file the parser cannot read is refused with code parse.
+//
+// Each version is sent to PostgreSQL whole, in one simple-protocol Query
+// message, after standard_conforming_strings=on, backslash_quote=
+// safe_encoding and client_encoding=UTF8 are set on the session (again
+// before each version: an earlier one may have changed them at run time):
+// PostgreSQL reads the whole text once, as the parser read it, before it
+// runs any of it. Nothing is split again nor re-run: the line of an error is
+// PostgreSQL's error position in the file, or the first line of the
+// statement that failed, counted from the statements that completed. A
+// failed version is rolled back whole and its history row removed (an error
+// at COMMIT, such as a deferred constraint, is a rollback too).
 //
 // status and up start the parser only for a file holding a word that can
 // begin or mark such a statement (BEGIN, START, COMMIT, END, ROLLBACK,
 // ABORT, SAVEPOINT, RELEASE, PREPARE, CONCURRENTLY, REINDEX, VACUUM,
-// CLUSTER, DATABASE, TABLESPACE, SYSTEM, SUBSCRIPTION, DISCARD, in any case,
-// or "transaction" anywhere): the parser's first use costs a process about
-// 1 s and 250 MB, and plain DDL runs as written, a syntax error in it
-// reported by PostgreSQL inside the migration's transaction. hash reads
-// every file.
+// CLUSTER, DATABASE, TABLESPACE, SYSTEM, SUBSCRIPTION, DISCARD,
+// STANDARD_CONFORMING_STRINGS, BACKSLASH_QUOTE, CLIENT_ENCODING, NAMES,
+// RESET, SET_CONFIG, PG_SETTINGS, in any case), "transaction" or "U&"
+// anywhere, or a backslash: the parser's first use costs a process about 1 s
+// and 250 MB. Any other file runs the same way without it; a syntax error
+// in it (but a psql meta-command, which holds a backslash) is PostgreSQL's
+// to report, which refuses the message whole, so nothing of the file runs.
+// hash reads every file.
 //
 // migrations hash refuses such a file, so it is never written into ptah.sum
 // nor pushed. status and up check every pending file again (a directory

@@ -217,7 +217,7 @@ func (r *MigrationReconciler) readingFailed(ctx context.Context, m *v1alpha1.Pta
 	}
 	pulled := !r.artifactRefused(m, rec)
 	switch report.Code(childCode) {
-	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty, report.NotTransactional:
+	case report.HistoryModified, report.HistoryMissing, report.OutOfOrder, report.Dirty, report.NotTransactional, report.PinnedSetting:
 		return r.historyRefused(ctx, m, c, child)
 	case report.LockTimeout:
 		if u := m.Status.UnresolvedRun; u != nil {
@@ -245,6 +245,7 @@ var refusalReasons = map[report.Code]string{
 	report.OutOfOrder:       v1alpha1.ReasonMigrationOutOfOrder,
 	report.Dirty:            v1alpha1.ReasonMigrationRunDirty,
 	report.NotTransactional: v1alpha1.ReasonMigrationNotTransactional,
+	report.PinnedSetting:    v1alpha1.ReasonMigrationPinnedSetting,
 }
 
 // historyRefused stops at a history that does not describe a prefix of the
@@ -253,7 +254,7 @@ var refusalReasons = map[report.Code]string{
 func (r *MigrationReconciler) historyRefused(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, child *v1alpha1.OperationError) (reconcile.Result, error) {
 	reason := refusalReasons[report.Code(child.Code)]
 	msg := fmt.Sprintf("the migration history refuses artifact %s, so nothing is planned: %s", m.Status.Source.ResolvedDigest, child.Message)
-	if reason == v1alpha1.ReasonMigrationNotTransactional {
+	if reason == v1alpha1.ReasonMigrationNotTransactional || reason == v1alpha1.ReasonMigrationPinnedSetting {
 		msg = fmt.Sprintf("artifact %s holds a migration ptah refuses to run, so nothing is planned: %s", m.Status.Source.ResolvedDigest, child.Message)
 	}
 	warning(r.Events, m, v1alpha1.EventOperationFailed, "Observe", "%s: %s", child.Code, msg)
@@ -350,7 +351,7 @@ func (r *MigrationReconciler) applyFinished(ctx context.Context, m *v1alpha1.Pta
 	retry := true
 	if child != nil && (child.Code == string(report.SequenceMismatch) || child.Code == string(report.HistoryModified) ||
 		child.Code == string(report.HistoryMissing) || child.Code == string(report.OutOfOrder) || child.Code == string(report.Dirty) ||
-		child.Code == string(report.NotTransactional)) {
+		child.Code == string(report.NotTransactional) || child.Code == string(report.PinnedSetting)) {
 		retry = false // the plan no longer matches the history: read it again
 	}
 	f := failure{code: "migration_failed", message: said, detail: child}

@@ -191,13 +191,16 @@ func IsLockTimeout(err error) bool {
 }
 
 // StatementError codes an error of an established session: a lost
-// connection is Connection, a lock wait is LockTimeout, anything else is
+// connection (or the server ending the session) is Connection, a lock wait is LockTimeout, anything else is
 // Execution with PostgreSQL's own message (which holds no credential).
 func StatementError(target, doing string, err error) *report.Error {
 	var pgErr *pgconn.PgError
 	switch {
 	case IsLockTimeout(err):
 		return report.Errorf(report.LockTimeout, "%s on %s: a lock was not granted within the lock timeout", doing, target)
+	case errors.As(err, &pgErr) && (pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC"):
+		// The server ended the session (terminated, shutting down).
+		return report.Errorf(report.Connection, "%s on %s: the connection failed: %s (SQLSTATE %s)", doing, target, pgErr.Message, pgErr.Code)
 	case errors.As(err, &pgErr):
 		return report.Errorf(report.Execution, "%s on %s: %s (SQLSTATE %s)", doing, target, pgErr.Message, pgErr.Code)
 	case lostMidOperation(err):

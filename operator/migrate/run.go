@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
+	"ptah.run/operator/operator/sqlsplit"
 )
 
 // The revision table lives in its own schema, outside the managed one.
@@ -197,53 +199,105 @@ func Up(ctx context.Context, db *database.DB, dir *Dir, opts UpOptions) (*Report
 	return r, err
 }
 
-// applyOne marks m dirty, runs it and its revision update in one
-// transaction, and clears the mark if it failed. A dirty row left behind
-// means the process died between the two, and whether m took effect is
-// for a person to find out. A migration that is one statement PostgreSQL
-// refuses in a transaction block runs on its own instead (applyAlone).
-func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration, s script) (string, error) {
-	if _, err := conn.ExecContext(ctx, "INSERT INTO "+revisionTable+" (version, name, checksum, dirty) VALUES ($1, $2, $3, true)", m.Version, m.Name, m.Checksum); err != nil {
+// applyOne pins the settings PostgreSQL reads SQL text under to those the
+// parser read m with (a migration before it may have changed them), marks
+// m dirty, runs it and its revision update in one transaction, and removes
+// the mark if it failed. A dirty row left behind means the process died
+// between the two, and whether m took effect is for a person to find out.
+// A migration that is one statement PostgreSQL refuses in a transaction
+// block runs on its own instead (applyAlone).
+//
+// The session sees, for m: the pinning, the dirty row's INSERT, BEGIN, the
+// script in one Query message, the row's UPDATE and COMMIT; or, once
+// anything fails, ROLLBACK and the row's DELETE. Nothing else runs in the
+// transaction, and nothing of the script runs twice.
+func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration, s script) (status string, err error) {
+	status, err = Unknown, nil
+	rerr := database.WithPgx(conn, func(c *pgx.Conn) error {
+		status, err = apply(ctx, c, target, m, s)
+		return nil
+	})
+	if rerr != nil {
+		return Failed, database.StatementError(target, fmt.Sprintf("run migration %d", m.Version), rerr)
+	}
+	return status, err
+}
+
+func apply(ctx context.Context, c *pgx.Conn, target string, m Migration, s script) (string, error) {
+	if _, err := c.Exec(ctx, sqlsplit.Pin()); err != nil {
+		return Failed, database.StatementError(target, fmt.Sprintf("set %s before migration %d", pinnedList(), m.Version), err)
+	}
+	if _, err := c.Exec(ctx, "INSERT INTO "+revisionTable+" (version, name, checksum, dirty) VALUES ($1, $2, $3, true)", m.Version, m.Name, m.Checksum); err != nil {
 		return Failed, database.StatementError(target, fmt.Sprintf("record migration %d as started", m.Version), err)
 	}
 	if s.mode == alone {
-		return applyAlone(ctx, conn, target, m, s)
+		return applyAlone(ctx, c, target, m, s)
 	}
-	err := func() error {
-		tx, err := conn.BeginTx(ctx, nil)
-		if err != nil {
-			return database.StatementError(target, "begin", err)
+	// rolledBack ends a transaction that failed, then describes why:
+	// PostgreSQL answered with an error, so nothing of it is committed once
+	// ROLLBACK is sent (or once the session ends, if that is lost too).
+	rolledBack := func(describe func() *report.Error) (string, error) {
+		_, rerr := c.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+		e := describe()
+		e.Message += fmt.Sprintf("; its transaction was rolled back, so nothing of migration %d was committed", m.Version)
+		if rerr != nil {
+			e.Message += fmt.Sprintf(" (PostgreSQL ends it with the session), but the session was lost before its started mark in %s could be removed, so its history row stays dirty", revisionTable)
+			return Unknown, e
 		}
-		defer tx.Rollback()
-		exec := func(ctx context.Context, q string) error {
-			_, err := tx.ExecContext(ctx, q)
-			return err
-		}
-		if err := database.ExecScript(ctx, exec, target, m.path, s.text, report.Execution); err != nil {
-			e := report.AsError(err)
-			e.Message += "; its transaction was rolled back"
-			return e
-		}
-		if _, err := tx.ExecContext(ctx, "UPDATE "+revisionTable+" SET dirty = false, applied_at = now() WHERE version = $1", m.Version); err != nil {
-			return database.StatementError(target, fmt.Sprintf("record migration %d as applied", m.Version), err)
-		}
-		if err := tx.Commit(); err != nil {
-			e := database.StatementError(target, fmt.Sprintf("commit migration %d", m.Version), err)
-			return &unknownOutcome{err: e}
-		}
-		return nil
-	}()
-	if err == nil {
-		return Applied, nil
+		return clearMark(ctx, c, target, m, e)
 	}
-	var unknown *unknownOutcome
-	if errors.As(err, &unknown) {
-		return Unknown, unknown.err
+	if _, err := c.Exec(ctx, "BEGIN"); err != nil {
+		return rolledBack(func() *report.Error { return database.StatementError(target, "begin", err) })
 	}
-	if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), "DELETE FROM "+revisionTable+" WHERE version = $1 AND dirty", m.Version); cerr != nil {
-		return Unknown, err
+	if err := database.ExecScript(ctx, c.PgConn(), s.text); err != nil {
+		var failure *database.ScriptFailure
+		if !errors.As(err, &failure) {
+			// No COMMIT was sent: PostgreSQL rolls the transaction back
+			// when it finds the session gone, but the row stays dirty.
+			e := database.ScriptError(err, target, m.path, s.text, s.stmts, report.Execution)
+			e.Message += fmt.Sprintf("; no COMMIT was sent, so PostgreSQL rolls its transaction back, but its started mark in %s stays: the history row of migration %d is dirty", revisionTable, m.Version)
+			return Unknown, e
+		}
+		// The line is found after ROLLBACK: for a file not parsed before,
+		// finding it starts the parser, and its transaction holds locks.
+		return rolledBack(func() *report.Error {
+			return database.ScriptError(err, target, m.path, s.text, s.stmts, report.Execution)
+		})
 	}
-	return Failed, err
+	if _, err := c.Exec(ctx, "UPDATE "+revisionTable+" SET dirty = false, applied_at = now() WHERE version = $1", m.Version); err != nil {
+		e := database.StatementError(target, fmt.Sprintf("record migration %d as applied", m.Version), err)
+		if e.Code == report.Connection {
+			return Unknown, e
+		}
+		return rolledBack(func() *report.Error { return e })
+	}
+	tag, err := c.Exec(ctx, "COMMIT")
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr) && pgErr.Severity == "ERROR":
+		// An error at COMMIT (a deferred constraint, a serialization
+		// failure) aborts the transaction: nothing of it is committed. The
+		// server ending the session there (FATAL) leaves it unknown.
+		return clearMark(ctx, c, target, m, report.Errorf(report.Execution, "%s: commit migration %d on %s: %s (SQLSTATE %s); its transaction was rolled back, so nothing of migration %d was committed", m.path, m.Version, target, pgErr.Message, pgErr.Code, m.Version))
+	case err != nil:
+		return Unknown, database.StatementError(target, fmt.Sprintf("commit migration %d", m.Version), err)
+	case tag.String() != "COMMIT":
+		return clearMark(ctx, c, target, m, report.Errorf(report.Execution, "%s: PostgreSQL answered COMMIT of migration %d with %s; nothing of it was committed", m.path, m.Version, tag))
+	}
+	return Applied, nil
+}
+
+// clearMark deletes the started mark of m, which failed with e and left
+// nothing committed: the version is Failed and has no history row. When
+// the mark cannot be deleted, it stays dirty, and the outcome is Unknown.
+func clearMark(ctx context.Context, c *pgx.Conn, target string, m Migration, e *report.Error) (string, error) {
+	if _, err := c.Exec(context.WithoutCancel(ctx), "DELETE FROM "+revisionTable+" WHERE version = $1 AND dirty", m.Version); err != nil {
+		ce := database.StatementError(target, fmt.Sprintf("clear the started mark of migration %d", m.Version), err)
+		ce.Message = e.Message + "; then " + ce.Message + ", so its history row stays dirty"
+		return Unknown, ce
+	}
+	e.Message += "; its history row was removed"
+	return Failed, e
 }
 
 // applyAlone runs a migration whose single statement cannot run in a
@@ -251,27 +305,19 @@ func applyOne(ctx context.Context, conn *sql.Conn, target string, m Migration, s
 // statement commits by itself or, when PostgreSQL refuses it, rolls back by
 // itself: then the row is deleted and the version is Failed. Only an answer
 // lost on the way (the statement may have finished) leaves the row dirty.
-func applyAlone(ctx context.Context, conn *sql.Conn, target string, m Migration, s script) (string, error) {
-	if _, err := conn.ExecContext(ctx, s.text); err != nil {
-		var pgErr *pgconn.PgError
-		if !errors.As(err, &pgErr) {
-			return Unknown, database.StatementError(target, fmt.Sprintf("run %s (%s, outside a transaction)", m.path, s.stmt), err)
+func applyAlone(ctx context.Context, c *pgx.Conn, target string, m Migration, s script) (string, error) {
+	if err := database.ExecScript(ctx, c.PgConn(), s.text); err != nil {
+		e := database.ScriptError(err, target, m.path, s.text, s.stmts, report.Execution)
+		if e.Code == report.Connection {
+			e.Message = fmt.Sprintf("run %s (%s, outside a transaction) on %s: the connection failed", m.path, s.stmt, target)
+			return Unknown, e
 		}
 		hint := ""
 		if s.stmt == "CREATE INDEX CONCURRENTLY" || s.stmt == "REINDEX CONCURRENTLY" {
 			hint = "; a failed concurrent build can leave an INVALID index behind (pg_index.indisvalid false): drop it before retrying"
 		}
-		line := lineAt(s.text, skipBlank(s.text, 0))
-		if pos := int(pgErr.Position); pos > 0 {
-			r := []rune(s.text)
-			line = lineAt(string(r[:min(pos-1, len(r))]), len(string(r[:min(pos-1, len(r))])))
-		}
-		code := report.Execution
-		if database.IsLockTimeout(err) {
-			code = report.LockTimeout
-		}
-		e := report.Errorf(code, "%s:%d: %s (SQLSTATE %s); %s ran outside a transaction, as PostgreSQL requires, and PostgreSQL rolled it back%s", m.path, line, pgErr.Message, pgErr.Code, s.stmt, hint)
-		if _, cerr := conn.ExecContext(context.WithoutCancel(ctx), "DELETE FROM "+revisionTable+" WHERE version = $1 AND dirty", m.Version); cerr != nil {
+		e.Message += fmt.Sprintf("; %s ran outside a transaction, as PostgreSQL requires, and PostgreSQL rolled it back%s", s.stmt, hint)
+		if _, cerr := c.Exec(context.WithoutCancel(ctx), "DELETE FROM "+revisionTable+" WHERE version = $1 AND dirty", m.Version); cerr != nil {
 			// The session is gone (terminated, failed over): its row stays.
 			ce := database.StatementError(target, fmt.Sprintf("clear the started mark of migration %d", m.Version), cerr)
 			ce.Message = e.Message + "; then " + ce.Message + ", so its row stays dirty"
@@ -279,17 +325,12 @@ func applyAlone(ctx context.Context, conn *sql.Conn, target string, m Migration,
 		}
 		return Failed, e
 	}
-	if _, err := conn.ExecContext(ctx, "UPDATE "+revisionTable+" SET dirty = false, applied_at = now() WHERE version = $1", m.Version); err != nil {
+	if _, err := c.Exec(ctx, "UPDATE "+revisionTable+" SET dirty = false, applied_at = now() WHERE version = $1", m.Version); err != nil {
 		// The statement committed; its row says only that it started.
 		return Unknown, database.StatementError(target, fmt.Sprintf("record migration %d as applied after %s committed", m.Version, s.stmt), err)
 	}
 	return Applied, nil
 }
-
-// unknownOutcome marks a failed commit: the server may have committed.
-type unknownOutcome struct{ err *report.Error }
-
-func (u *unknownOutcome) Error() string { return u.err.Error() }
 
 func readHistory(ctx context.Context, conn *sql.Conn, target string) ([]Revision, error) {
 	var exists bool

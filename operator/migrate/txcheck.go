@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
-	pgquery "github.com/wasilibs/go-pgquery"
-	pgparser "github.com/wasilibs/go-pgquery/parser"
 
 	"ptah.run/operator/operator/report"
+	"ptah.run/operator/operator/sqlsplit"
 )
 
 // How a migration runs, decided from its statements before anything runs.
@@ -29,9 +28,14 @@ const (
 // script is a migration as it will be sent.
 type script struct {
 	mode runMode
-	// text is what runs: the file, or its body with the wrapper's BEGIN and
-	// COMMIT blanked out so that line numbers still match the file.
+	// text is what runs, sent whole in one Query message: the file, or its
+	// body with the wrapper's BEGIN and COMMIT blanked out so that line
+	// numbers and error positions still match the file.
 	text string
+	// stmts are the statements of text as PostgreSQL's parser reads them;
+	// nil when the file was not parsed (special), and then split only if
+	// it fails, to find the statement that failed.
+	stmts []sqlsplit.Stmt
 	// stmt names the lone statement of an alone script, for messages.
 	stmt string
 }
@@ -39,76 +43,98 @@ type script struct {
 // prepare reads m with PostgreSQL's own parser (libpg_query, run in
 // WebAssembly so that ptah stays a static binary) and refuses what would
 // break "one migration, one transaction, its history row in it": any
-// transaction control but one leading BEGIN and one trailing COMMIT, and a
-// statement that cannot run in a transaction block mixed with others.
+// transaction control but one leading BEGIN and one trailing COMMIT, a
+// statement that cannot run in a transaction block mixed with others, and
+// a change of a setting PostgreSQL reads the text of a migration under.
 // Dollar-quoted bodies, strings and comments are the parser's business, so
 // a COMMIT inside a function body is not a statement of the file.
 func prepare(m Migration) (script, error) {
-	tree, err := pgquery.Parse(m.text)
+	stmts, err := sqlsplit.Split(m.text)
 	if err != nil {
-		var pe *pgparser.Error
-		if errors.As(err, &pe) && pe.Cursorpos > 0 {
-			// The cursor counts characters, not bytes.
-			r := []rune(m.text)
-			before := string(r[:min(pe.Cursorpos-1, len(r))])
-			return script{}, report.Errorf(report.Parse, "%s:%d: %s (PostgreSQL's parser reads every pending migration before any runs)", m.path, lineAt(before, len(before)), pe.Message)
+		var se *sqlsplit.SyntaxError
+		if errors.As(err, &se) && se.Line > 0 {
+			return script{}, report.Errorf(report.Parse, "%s:%d: %s (PostgreSQL's parser reads every pending migration before any runs)", m.path, se.Line, se.Message)
 		}
 		return script{}, report.Errorf(report.Parse, "%s: %v (PostgreSQL's parser reads every pending migration before any runs)", m.path, err)
 	}
-	type stmt struct {
-		node       *pg.Node
-		start, end int // byte range, without the terminating semicolon
-		line       int
-	}
-	var stmts []stmt
-	for _, raw := range tree.Stmts {
-		start := skipBlank(m.text, int(raw.StmtLocation))
-		end := len(m.text)
-		if raw.StmtLen > 0 {
-			end = int(raw.StmtLocation + raw.StmtLen)
-		}
-		stmts = append(stmts, stmt{node: raw.Stmt, start: start, end: end, line: lineAt(m.text, start)})
-	}
 	text := m.text
 	wrapped := false
-	if n := len(stmts); n >= 2 && isPlainBegin(stmts[0].node) && isPlainCommit(stmts[n-1].node) {
+	if n := len(stmts); n >= 2 && isPlainBegin(stmts[0].Node) && isPlainCommit(stmts[n-1].Node) {
 		wrapped = true
-		text = blank(blank(text, stmts[0].start, stmts[0].end), stmts[n-1].start, stmts[n-1].end)
+		text = blank(blank(text, stmts[0].Start, stmts[0].Term), stmts[n-1].Start, stmts[n-1].Term)
 		stmts = stmts[1 : n-1]
 	}
 	for _, s := range stmts {
-		if what := transactionControl(s.node); what != "" {
+		if what := transactionControl(s.Node); what != "" {
 			return script{}, report.Errorf(report.NotTransactional,
 				"%s:%d: %s: ptah runs each migration in its own transaction; remove the %s at line %d, or split the file into two migrations (a file may only be wrapped whole in one leading BEGIN and one trailing COMMIT)",
-				m.path, s.line, quote(m.text[s.start:s.end]), what, s.line)
+				m.path, s.Line, quote(s.Text(m.text)), what, s.Line)
 		}
 	}
 	for _, s := range stmts {
-		what := outsideTransaction(s.node)
+		if what := settingChange(s.Node); what != "" {
+			return script{}, report.Errorf(report.PinnedSetting,
+				"%s:%d: %s %s: PostgreSQL reads the text of SQL by these settings, and ptah runs every migration as its parser reads it, under %s (set again before each migration); remove the statement at line %d (write a string with backslash escapes as E'...'; migration files are UTF-8)",
+				m.path, s.Line, quote(s.Text(m.text)), what, pinnedList(), s.Line)
+		}
+	}
+	for _, s := range stmts {
+		what := outsideTransaction(s.Node)
 		switch {
 		case what == "":
 			continue
 		case wrapped:
 			return script{}, report.Errorf(report.NotTransactional,
 				"%s:%d: %s cannot run inside a transaction block, and the file wraps it in BEGIN ... COMMIT; remove the BEGIN and the COMMIT so that it runs on its own",
-				m.path, s.line, what)
+				m.path, s.Line, what)
 		case len(stmts) > 1:
 			return script{}, report.Errorf(report.NotTransactional,
 				"%s:%d: %s cannot run inside a transaction block, so ptah runs it only as the single statement of a migration; move it to a migration of its own",
-				m.path, s.line, what)
+				m.path, s.Line, what)
 		}
-		return script{mode: alone, text: text, stmt: what}, nil
+		return script{mode: alone, text: text, stmts: stmts, stmt: what}, nil
 	}
-	return script{mode: inTransaction, text: text}, nil
+	return script{mode: inTransaction, text: text, stmts: stmts}, nil
 }
 
-// special matches, in any case, each word that can begin or mark a
-// statement prepare refuses or runs alone, and "transaction" anywhere (the
-// settings named after it). A text without one holds no such statement:
-// it runs as it is, without the parser, whose WebAssembly build costs a
-// process about 1.3 s and 250 MB of memory the first time it parses. A
-// syntax error in it is PostgreSQL's to report, inside its transaction.
-var special = regexp.MustCompile(`(?i)\b(begin|start|commit|end|rollback|abort|savepoint|release|prepare|concurrently|reindex|vacuum|cluster|database|tablespace|system|subscription|discard)\b|transaction`)
+// special decides which files status and up read with the parser before
+// the run: a text it does not match runs without being parsed (the
+// parser's WebAssembly build costs a process about 1.3 s and 250 MB of
+// memory the first time it parses), and runs exactly as a parsed one
+// does, sent whole in one Query message. It matches, in any case, each
+// word that can begin or mark a statement prepare refuses or runs alone,
+// "transaction" anywhere, "U&" anywhere and any backslash.
+//
+// It over-approximates every refusal of prepare but one kind of syntax
+// error:
+//
+//   - Transaction control and the statements that run alone are written
+//     with a keyword of the list (BEGIN, START, COMMIT, END, ROLLBACK,
+//     ABORT, SAVEPOINT, RELEASE, PREPARE; CONCURRENTLY, REINDEX, VACUUM,
+//     CLUSTER, DATABASE, TABLESPACE, SYSTEM, SUBSCRIPTION, DISCARD), or set
+//     a setting whose name holds "transaction" (SET TRANSACTION, SET SESSION
+//     CHARACTERISTICS AS TRANSACTION, transaction_*, default_transaction_*).
+//     A keyword is never quoted nor escaped and PostgreSQL folds only ASCII
+//     letters, so its letters are in the text, in some case; its token ends
+//     where SQL's identifier characters (letters, digits, _, $ and every
+//     non-ASCII byte) end, and Go's \w is a subset of those, so \b holds on
+//     both sides of it.
+//   - A change of a pinned setting (settingChange) names the setting as an
+//     identifier (SET, RESET) or is SET NAMES or RESET ALL, or calls
+//     set_config or updates pg_settings. An identifier is its letters,
+//     bare or in double quotes, or U&"..." with escapes, which "U&"
+//     matches; the setting given to set_config as a string, however
+//     escaped, is the parser's to read once set_config is matched.
+//   - psql's meta-commands (\set, \i, \gexec ...), which PostgreSQL cannot
+//     read, hold a backslash.
+//
+// Any other syntax error gets through: no expression tells SQL from a near
+// miss. PostgreSQL then refuses the Query message whole before running any
+// of it, so nothing of the file runs, and its version is Failed with its
+// history row removed, as for any other error; only the versions before it
+// in the same run have committed (hash, which parses every file, refuses
+// it before it can be pushed).
+var special = regexp.MustCompile(`(?i)\b(begin|start|commit|end|rollback|abort|savepoint|release|prepare|concurrently|reindex|vacuum|cluster|database|tablespace|system|subscription|discard|standard_conforming_strings|backslash_quote|client_encoding|names|reset|set_config|pg_settings)\b|transaction|u&|\\`)
 
 // checkPending refuses the run when any migration of it would be refused,
 // before any of them runs: an Apply never stops half way for a reason
@@ -239,51 +265,9 @@ func outsideTransaction(n *pg.Node) string {
 	return ""
 }
 
-// skipBlank moves i past white space and comments: a statement's location
-// is where the previous one ended.
-func skipBlank(s string, i int) int {
-	for i < len(s) {
-		switch {
-		case strings.ContainsRune(" \t\r\n\f\v", rune(s[i])):
-			i++
-		case strings.HasPrefix(s[i:], "--"):
-			j := strings.IndexByte(s[i:], '\n')
-			if j < 0 {
-				return len(s)
-			}
-			i += j + 1
-		case strings.HasPrefix(s[i:], "/*"):
-			depth := 0
-			for i < len(s) {
-				if strings.HasPrefix(s[i:], "/*") {
-					depth, i = depth+1, i+2
-				} else if strings.HasPrefix(s[i:], "*/") {
-					depth, i = depth-1, i+2
-					if depth == 0 {
-						break
-					}
-				} else {
-					i++
-				}
-			}
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// lineAt is the 1-based line of byte offset i of s.
-func lineAt(s string, i int) int {
-	return 1 + strings.Count(s[:min(max(i, 0), len(s))], "\n")
-}
-
-// blank replaces s[start:end] and the semicolon after it with spaces,
-// keeping line breaks so that later lines keep their numbers.
+// blank replaces s[start:end] with spaces, keeping line breaks so that
+// later lines keep their numbers and error positions their characters.
 func blank(s string, start, end int) string {
-	if i := skipBlank(s, end); i < len(s) && s[i] == ';' {
-		end = i + 1
-	}
 	b := []byte(s)
 	for i := start; i < end; i++ {
 		if b[i] != '\n' {

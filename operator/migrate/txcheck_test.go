@@ -382,7 +382,12 @@ func TestTheRunDecidesAsTheParser(t *testing.T) {
 		"REINDEX SYSTEM", "ALTER TABLE p DETACH PARTITION p1 CONCURRENTLY", "vacuum", "CLUSTER", "CREATE DATABASE x", "DROP DATABASE x",
 		"ALTER DATABASE x SET TABLESPACE t", "CREATE TABLESPACE t LOCATION '/x'", "DROP TABLESPACE t", "ALTER SYSTEM SET work_mem = '1MB'",
 		"DROP SUBSCRIPTION s", "DISCARD ALL",
+		// Spelled with Unicode escapes, which only "U&" gives away.
+		"CREATE TABLE a (id int);\nSET LOCAL U&\"\\0074ransaction_isolation\" = 'serializable';\n",
+		// psql's meta-commands PostgreSQL cannot read.
+		"CREATE TABLE a (id int);\n\\set x 1\nSELECT :x;\n", "CREATE TABLE a (id int);\n\\i other.sql\n",
 	}
+	forms = append(forms, pinnedForms...)
 	for _, text := range forms {
 		m := Migration{Version: 1, File: "0001_x.up.sql", path: "0001_x.up.sql", text: text}
 		want, werr := prepare(m)
@@ -405,6 +410,78 @@ func TestTheRunDecidesAsTheParser(t *testing.T) {
 		got, err := checkPending([]Migration{{Version: 1, File: "0001_x.up.sql", text: text}})
 		if err != nil || got[0].mode != inTransaction || got[0].text != text || special.MatchString(text) {
 			t.Errorf("%q: plain DDL is checked as %+v, %v", text, got, err)
+		}
+	}
+}
+
+// pinnedForms change, as written, a setting PostgreSQL reads SQL text
+// under: each is refused, on line 2 of its file.
+var pinnedForms = []string{
+	"SET standard_conforming_strings = off",
+	"SET standard_conforming_strings TO DEFAULT",
+	"RESET standard_conforming_strings",
+	"SET LOCAL standard_conforming_strings = off",
+	`SET SESSION "Standard_Conforming_Strings" = off`,
+	`SET U&"standard\005fconforming_strings" = off`,
+	"SET backslash_quote = on",
+	"set Backslash_Quote to off",
+	"SET client_encoding = 'LATIN1'",
+	"SET NAMES 'LATIN1'",
+	"RESET client_encoding",
+	"RESET ALL",
+	"SELECT set_config('standard_conforming_strings', 'off', false)",
+	"SELECT pg_catalog.set_config('client_encoding'::text, 'SQL_ASCII', true)",
+	`SELECT set_config(E'backslash\137quote', 'on', false)`,
+	`SELECT set_config(U&'backslash\005fquote', 'on', false)`,
+	`SELECT U&"set\005fconfig"('standard_conforming_strings', 'off', false)`,
+	"SELECT set_config('standard_conforming_strings', current_setting('x.y'), false)",
+	"INSERT INTO a SELECT length(set_config('STANDARD_CONFORMING_STRINGS', 'off', false))",
+	"UPDATE pg_settings SET setting = 'off' WHERE name = 'standard_conforming_strings'",
+	"WITH x AS (UPDATE pg_catalog.pg_settings SET setting = 'off' WHERE name = E'standard\\137conforming_strings' RETURNING 1) SELECT 1",
+}
+
+// TestPinnedSettingsAreRefused: a file that changes a setting PostgreSQL
+// reads SQL text under is refused at hash, naming file, line and
+// statement, and by the run's check (special matches each); setting one to
+// the pinned value (pg_dump's header does), a function's SET clause, ALTER
+// ROLE ... SET and a computed name are not refused.
+func TestPinnedSettingsAreRefused(t *testing.T) {
+	for _, form := range pinnedForms {
+		text := "CREATE TABLE a (id int);\n" + form + ";\n"
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "0001_x.up.sql"), []byte(text), 0o644)
+		_, err := Hash(dir)
+		e := wantCode(t, err, report.PinnedSetting)
+		if !strings.Contains(e.Message, "0001_x.up.sql:2: ") || !strings.Contains(e.Message, "remove the statement at line 2") ||
+			!strings.Contains(e.Message, "standard_conforming_strings=on, backslash_quote=safe_encoding, client_encoding=UTF8") {
+			t.Errorf("%q: %s", form, e.Message)
+		}
+		if !special.MatchString(text) {
+			t.Errorf("%q: special does not match, the run would not parse it", form)
+		}
+		if _, err := checkPending([]Migration{{Version: 1, path: "0001_x.up.sql", text: text}}); err == nil || report.AsError(err).Code != report.PinnedSetting {
+			t.Errorf("%q: the run's check says %v", form, err)
+		}
+	}
+	e := wantCode(t, func() error {
+		_, err := prepare(Migration{path: "x.sql", text: "SELECT 1;\n\n  RESET ALL;"})
+		return err
+	}(), report.PinnedSetting)
+	if want := `x.sql:3: "RESET ALL" resets every setting to the session's default, standard_conforming_strings, backslash_quote and client_encoding included: PostgreSQL reads the text of SQL by these settings, and ptah runs every migration as its parser reads it, under standard_conforming_strings=on, backslash_quote=safe_encoding, client_encoding=UTF8 (set again before each migration); remove the statement at line 3 (write a string with backslash escapes as E'...'; migration files are UTF-8)`; e.Message != want {
+		t.Errorf("message:\n%s\nwant\n%s", e.Message, want)
+	}
+	for _, text := range []string{
+		// pg_dump's header.
+		"SET statement_timeout = 0;\nSET lock_timeout = 0;\nSET client_encoding = 'UTF8';\nSET standard_conforming_strings = on;\nSELECT pg_catalog.set_config('search_path', '', false);\nSET check_function_bodies = false;\nSET client_min_messages = warning;\n",
+		"SET client_encoding TO 'utf-8'; SET NAMES 'UTF8'; SET NAMES 'unicode'; SET backslash_quote = safe_encoding; SET standard_conforming_strings = true;",
+		"SELECT set_config('standard_conforming_strings', 'on', true), set_config('search_path', 'x', false);",
+		"CREATE FUNCTION f() RETURNS int LANGUAGE sql SET standard_conforming_strings = off AS 'SELECT 1';",
+		"ALTER ROLE CURRENT_USER SET standard_conforming_strings = off; ALTER DATABASE postgres SET client_encoding = 'LATIN1';",
+		"SELECT set_config(lower('STANDARD_CONFORMING_STRINGS'), 'off', false);",
+		"UPDATE settings SET setting = 'off' WHERE name = 'standard_conforming_strings';",
+	} {
+		if s, err := prepare(Migration{path: "0001_x.up.sql", text: text}); err != nil || s.mode != inTransaction {
+			t.Errorf("%q: %v", text, err)
 		}
 	}
 }

@@ -88,6 +88,11 @@ const (
 	// one BEGIN ... COMMIT around the whole file, or mixes a statement
 	// PostgreSQL runs only outside a transaction block with other statements.
 	NotTransactional Code = "not_transactional"
+	// PinnedSetting: a migration file changes a setting PostgreSQL reads
+	// SQL text under (standard_conforming_strings, backslash_quote,
+	// client_encoding: SET, RESET, SET NAMES, RESET ALL, set_config),
+	// which ptah pins to the values its parser reads the files with.
+	PinnedSetting Code = "pinned_setting"
 	// ChecksumMismatch: the migration files do not match the directory's checksum file.
 	ChecksumMismatch Code = "checksum_mismatch"
 	// SequenceMismatch: the pending migrations differ from --expect-sequence.

@@ -2,16 +2,16 @@ package schema
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"os"
 	"regexp"
 	"strings"
 
-	"ariga.io/atlas/sql/migrate"
+	"github.com/jackc/pgx/v5"
 
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
+	"ptah.run/operator/operator/sqlsplit"
 )
 
 // File is one desired-state SQL file: its path as given (messages name it) and text.
@@ -39,30 +39,44 @@ func ReadFiles(paths []string) ([]File, error) {
 // loadDesired runs the desired SQL in db, a fresh database of the dev
 // server, in one transaction as its role, with the server's defaults
 // (search_path "$user", public), so public-qualified names as pg_dump writes
-// them land where unqualified ones do. Whatever the SQL does stays on the
-// dev server: transaction control, settings and roles included.
+// them land where unqualified ones do. Each file is sent whole in one Query
+// message, read under the settings the splitter reads SQL with
+// (sqlsplit.Settings, set before each file). Whatever the SQL does stays on
+// the dev server: transaction control, settings and roles included.
 func loadDesired(ctx context.Context, db *database.DB, files []File) error {
-	tx, err := db.BeginTx(ctx, nil)
+	conn, err := db.Conn(ctx)
 	if err != nil {
-		return database.StatementError(db.Target, "begin", err)
+		return database.StatementError(db.Target, "connect", err)
 	}
-	defer tx.Rollback()
-	exec := func(ctx context.Context, q string) error {
-		_, err := tx.ExecContext(ctx, q)
-		return err
-	}
-	for _, f := range files {
-		if err := database.ExecScript(ctx, exec, db.Target, f.Name, withoutConcurrently(f.Text), report.Parse); err != nil {
-			e := report.AsError(err)
-			e.Message += " (loading the desired schema into the dev database)"
-			return e
+	defer conn.Close()
+	return database.WithPgx(conn, func(c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "BEGIN"); err != nil {
+			return database.StatementError(db.Target, "begin", err)
 		}
-	}
-	// The SQL may have ended the transaction itself; a COMMIT then only warns.
-	if err := tx.Commit(); err != nil && !errors.Is(err, sql.ErrTxDone) {
-		return database.StatementError(db.Target, "commit the desired schema", err)
-	}
-	return nil
+		committed := false
+		defer func() {
+			if !committed {
+				c.Exec(context.WithoutCancel(ctx), "ROLLBACK")
+			}
+		}()
+		for _, f := range files {
+			if _, err := c.Exec(ctx, sqlsplit.Pin()); err != nil {
+				return database.StatementError(db.Target, "set the settings SQL is read under", err)
+			}
+			text := withoutConcurrently(f.Text)
+			if err := database.ExecScript(ctx, c.PgConn(), text); err != nil {
+				e := database.ScriptError(err, db.Target, f.Name, text, nil, report.Parse)
+				e.Message += " (loading the desired schema into the dev database)"
+				return e
+			}
+		}
+		// The SQL may have ended the transaction itself; a COMMIT then only warns.
+		if _, err := c.Exec(ctx, "COMMIT"); err != nil {
+			return database.StatementError(db.Target, "commit the desired schema", err)
+		}
+		committed = true
+		return nil
+	})
 }
 
 // concurrently matches a statement PostgreSQL refuses in a transaction
@@ -77,19 +91,19 @@ func withoutConcurrently(text string) string {
 	if !strings.Contains(strings.ToUpper(text), "CONCURRENTLY") {
 		return text
 	}
-	stmts, err := migrate.Stmts(text)
+	stmts, err := sqlsplit.Split(text)
 	if err != nil {
 		return text // reported when the text is run
 	}
 	var b strings.Builder
 	last := 0
 	for _, st := range stmts {
-		if st.Pos < last || !strings.HasPrefix(text[st.Pos:], st.Text) || !concurrently.MatchString(st.Text) {
+		if !concurrently.MatchString(st.Text(text)) {
 			continue
 		}
-		b.WriteString(text[last:st.Pos])
-		b.WriteString(concurrently.ReplaceAllString(st.Text, "$1"))
-		last = st.Pos + len(st.Text)
+		b.WriteString(text[last:st.Start])
+		b.WriteString(concurrently.ReplaceAllString(st.Text(text), "$1"))
+		last = st.End
 	}
 	b.WriteString(text[last:])
 	return b.String()

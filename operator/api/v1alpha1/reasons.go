@@ -129,6 +129,11 @@ const (
 	// mixes a statement PostgreSQL runs only outside a transaction block
 	// (CREATE INDEX CONCURRENTLY, ...) with other statements.
 	ReasonMigrationNotTransactional = "MigrationNotTransactional"
+	// MigrationPinnedSetting: a pending migration changes a setting
+	// PostgreSQL reads SQL text under (standard_conforming_strings,
+	// backslash_quote, client_encoding), which ptah pins to the values its
+	// parser reads migrations with.
+	ReasonMigrationPinnedSetting = "MigrationPinnedSetting"
 )
 
 // Event reasons: every row of the Events reference (seed 000). EventReasons
