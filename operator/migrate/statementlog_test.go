@@ -181,7 +181,7 @@ func transactionWarnings(entries []logEntry) error {
 // ptahsOwn are the statements ptah sends around the migrations: a refused
 // run sends only these.
 var ptahsOwn = []string{
-	"-- ping", "SET lock_timeout = ", "SELECT pg_advisory_lock(", "SELECT pg_advisory_unlock(",
+	"-- ping", "SELECT set_config('lock_timeout', $1, $2)", "SELECT pg_advisory_lock(", "SELECT pg_advisory_unlock(",
 	"CREATE SCHEMA IF NOT EXISTS ptah", "CREATE TABLE IF NOT EXISTS ptah.migration_revisions ",
 	"SELECT to_regclass(", "SELECT version, name, checksum, applied_at, dirty FROM ptah.migration_revisions",
 }
