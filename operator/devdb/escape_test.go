@@ -570,3 +570,27 @@ func TestThrowawayServerAdmitsTheComparisonRoleToItsOwnDatabaseOnly(t *testing.T
 		}
 	}
 }
+
+// TestAStatementNeedingASuperuserIsExplained loads, through a superuser
+// dev URL, a desired schema that only a superuser could load (a LEAKPROOF
+// function, as one case of sqldef's suite has): the plan is refused, and
+// the message says why desired SQL cannot do that and where it belongs.
+func TestAStatementNeedingASuperuserIsExplained(t *testing.T) {
+	ctx := context.Background()
+	v := newVictim(t)
+	d := devServers(t)[0]
+	srv, err := devdb.Open(ctx, d.url, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	_, err = schema.ComputePlan(ctx, v.db, []schema.File{{Name: "leakproof.sql", Text: "CREATE FUNCTION f(int) RETURNS int LANGUAGE sql IMMUTABLE LEAKPROOF AS 'SELECT $1';"}}, schema.Options{Dev: srv})
+	if err == nil {
+		t.Fatal("a LEAKPROOF function loaded: the desired SQL ran as a superuser")
+	}
+	for _, want := range []string{"leakproof.sql:1", "no superuser", "keep it in a migration"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+}

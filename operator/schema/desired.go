@@ -67,6 +67,10 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) error {
 			if err := database.ExecScript(ctx, c.PgConn(), text); err != nil {
 				e := database.ScriptError(err, db.Target, f.Name, text, nil, report.Parse)
 				e.Message += " (loading the desired schema into the dev database)"
+				var refused *database.ScriptFailure
+				if errors.As(err, &refused) && refused.Err.Code == "42501" { // insufficient_privilege
+					e.Message += "; desired SQL runs there as a role ptah makes for the comparison, with no privileges (no superuser, no memberships), so a statement that needs a superuser (LEAKPROOF, an untrusted language or extension, server files) cannot be part of a desired schema: keep it in a migration"
+				}
 				return e
 			}
 		}
