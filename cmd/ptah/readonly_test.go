@@ -19,6 +19,7 @@ import (
 	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"
+	"ptah.run/operator/operator/report"
 )
 
 // liveExpressions is the target's schema: one object for each place
@@ -86,6 +87,13 @@ var places = []place{
 		return "CREATE FUNCTION probe_f(n int DEFAULT " + x + ") RETURNS int LANGUAGE sql AS 'SELECT n'"
 	}},
 	{"column default of a new table", false, func(x string) string { return "CREATE TABLE probe_t (n int DEFAULT " + x + ")" }},
+	{"rule condition", false, func(x string) string {
+		return "CREATE RULE probe_r AS ON UPDATE TO parent WHERE NEW.a > " + x + " DO ALSO SELECT 1"
+	}},
+	{"exclusion constraint", true, func(x string) string {
+		return "ALTER TABLE parent ADD CONSTRAINT probe_excl EXCLUDE USING btree ((a + " + x + ") WITH =)"
+	}},
+	{"statistics expression", true, func(x string) string { return "CREATE STATISTICS probe_s ON (a + " + x + "), b FROM parent" }},
 }
 
 // sideEffects are int expressions that act beyond the session evaluating
@@ -194,7 +202,7 @@ func TestReadOnlyCommandsSendTheTargetOnlyReviewedStatements(t *testing.T) {
 	if err := os.Mkdir(migrations, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	planned, cases := 0, 0
+	compared, cases := 0, 0
 	outer := t
 	check := func(t interface {
 		Fatalf(string, ...any)
@@ -209,8 +217,13 @@ func TestReadOnlyCommandsSendTheTargetOnlyReviewedStatements(t *testing.T) {
 		plan := filepath.Join(dir, "plan.json")
 		os.Remove(plan)
 		o := c.run("schema", "plan", "--schema-file", f, "--output", plan, "--json")
+		// A refusal of what ptah does not plan (a rule) came after both
+		// catalogs were read and compared: it counts as compared.
+		e, _ := o.doc["error"].(map[string]any)
+		if o.code == 0 || e["code"] == string(report.UnmanagedObject) || e["code"] == string(report.UnplannedDifference) {
+			compared++
+		}
 		if o.code == 0 {
-			planned++
 			c.run("schema", "apply", "--plan", plan, "--auto-approve", "--dry-run", "--json")
 		}
 		c.run("schema", "drift", "--schema-file", f, "--json")
@@ -297,9 +310,9 @@ func TestReadOnlyCommandsSendTheTargetOnlyReviewedStatements(t *testing.T) {
 			check(rt, desiredFile(marker, exprs), marker)
 		})
 	})
-	t.Logf("%d desired files, %d planned; every one sent the target only reviewed catalog reads", cases, planned)
-	if planned*2 < cases {
-		t.Fatalf("only %d of %d desired files planned: the generator mostly writes files the planner refuses, which proves little", planned, cases)
+	t.Logf("%d desired files, %d compared with the target; every one sent the target only reviewed catalog reads", cases, compared)
+	if compared*2 < cases {
+		t.Fatalf("only %d of %d desired files were compared with the target: the generator mostly writes files that do not load, which proves little", compared, cases)
 	}
 }
 
