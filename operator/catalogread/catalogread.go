@@ -366,7 +366,7 @@ ORDER BY c.relname`
 
 // ptahStatements are the statements of ptah's own code above.
 var ptahStatements = []string{Objects, SetSearchPath, SetLockTimeout, WriterLock, WriterUnlock, WriterLockXact,
-	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes}
+	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, Rendering}
 
 // DriverStatements are what pgx sends by itself: a ping and the ends of a
 // read-only transaction. They never pass through Check (pgx writes them

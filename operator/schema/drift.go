@@ -92,5 +92,10 @@ func ComputeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 	}
 	sort.SliceStable(d.Objects, func(i, j int) bool { return d.Objects[i].Object < d.Objects[j].Object })
 	d.Drift = d.Changes > 0
+	if !d.Drift {
+		if err := cmp.prove("no drift"); err != nil {
+			return nil, err
+		}
+	}
 	return d, nil
 }

@@ -16,6 +16,7 @@ import (
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
 
+	"ptah.run/operator/operator/catalogproof"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/pgcatalog"
@@ -115,6 +116,10 @@ type comparison struct {
 	// drops the invalid indexes of those it has; dropped drops, last, the
 	// managed schemas the desired SQL does not create.
 	created, invalid, dropped []Statement
+	// liveLines and desiredLines are the two sides as catalogproof
+	// renders them, read in the same transactions as the inspection: the
+	// proof an empty plan or no drift must pass (prove).
+	liveLines, desiredLines []string
 }
 
 // compare loads the desired SQL into a fresh database of the dev server,
@@ -143,6 +148,7 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	}
 	defer tx.Rollback()
 	var desired *side
+	var desiredLines []string
 	var desiredErr error
 	done := make(chan struct{})
 	go func() {
@@ -156,9 +162,16 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 			return
 		}
 		defer devTx.Rollback()
-		desired, desiredErr = inspectSide(ctx, devTx, opts.managed(), opts.Exclude, true)
+		if desired, desiredErr = inspectSide(ctx, devTx, opts.managed(), opts.Exclude, true); desiredErr != nil {
+			return
+		}
+		desiredLines, desiredErr = catalogproof.Render(ctx, devTx, opts.managed(), opts.Exclude)
 	}()
 	live, err := inspectSide(ctx, tx, opts.managed(), opts.Exclude, false)
+	var liveLines []string
+	if err == nil {
+		liveLines, err = catalogproof.Render(ctx, tx, opts.managed(), opts.Exclude)
+	}
 	<-done
 	if desiredErr != nil {
 		return nil, desiredErr
@@ -166,7 +179,29 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	return diff(ctx, live, desired, opts)
+	cmp, err := diff(ctx, live, desired, opts)
+	if err != nil {
+		return nil, err
+	}
+	cmp.liveLines, cmp.desiredLines = liveLines, desiredLines
+	return cmp, nil
+}
+
+// prove holds a claim of in sync (an empty plan, no drift) to the
+// independent rendering of both sides: when the catalogs differ in a way
+// the planner's model does not show, the claim is refused with
+// report.UnplannedDifference naming the differing lines.
+func (c *comparison) prove(claim string) error {
+	d := catalogproof.Compare(c.liveLines, c.desiredLines)
+	if d.Empty() {
+		return nil
+	}
+	return report.Errorf(report.UnplannedDifference, "the planner found %s, but the catalogs of the database and of the desired schema differ (PostgreSQL's own rendering of both, which the planner does not share): %s; %s", claim, d.Describe(), claimRefused[claim])
+}
+
+var claimRefused = map[string]string{
+	"nothing to change": "no plan was written (an empty plan would claim they are in sync)",
+	"no drift":          "drift is not reported as none (that would claim they are in sync)",
 }
 
 // schemaObjects is the statements pgcatalog planned for one managed
@@ -369,6 +404,11 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	p.Statements = append(p.Statements, cmp.dropped...)
 	for _, s := range p.Statements {
 		p.Destructive = p.Destructive || s.Severity == Destructive
+	}
+	if len(p.Statements) == 0 {
+		if err := cmp.prove("nothing to change"); err != nil {
+			return nil, err
+		}
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err
