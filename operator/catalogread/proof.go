@@ -253,7 +253,7 @@ FROM pg_statistic_ext s JOIN ns n ON n.oid = s.stxnamespace
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL,
        format('collation %s.%s provider=%s deterministic=%s collate=%s ctype=%s iculocale=%s encoding=%s comment=%s', quote_ident(n.nspname),
-         quote_ident(c.collname), c.collprovider, c.collisdeterministic, c.collcollate, c.collctype, c.colliculocale, c.collencoding,
+         quote_ident(c.collname), c.collprovider, c.collisdeterministic, c.collcollate, c.collctype, c.colliculocale, pg_encoding_to_char(c.collencoding),
          obj_description(c.oid, 'pg_collation'))
 FROM pg_collation c JOIN ns n ON n.oid = c.collnamespace
 WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_collation'::regclass AND ext.objid = c.oid)
