@@ -336,7 +336,17 @@ func splitTableChanges(changes []sqlschema.Change) []sqlschema.Change {
 // ComputePlan plans the statements that take the managed schema of db to the
 // state files describe. A plan touching a protected table is refused with
 // report.ProtectedTable.
+//
+// An empty plan is written only when the independent rendering of both
+// sides (package catalogproof) agrees they are in sync; otherwise the plan
+// is refused with report.UnplannedDifference naming the lines that differ.
 func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Options) (*Plan, error) {
+	return computePlan(ctx, db, files, opts, true)
+}
+
+// computePlan is ComputePlan; with proof false it writes the planner's own
+// answer, an empty plan included, unproven: tests compare the two.
+func computePlan(ctx context.Context, db *database.DB, files []File, opts Options, proof bool) (*Plan, error) {
 	cmp, err := compare(ctx, db, files, opts)
 	if err != nil {
 		return nil, err
@@ -405,7 +415,7 @@ func ComputePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	for _, s := range p.Statements {
 		p.Destructive = p.Destructive || s.Severity == Destructive
 	}
-	if len(p.Statements) == 0 {
+	if proof && len(p.Statements) == 0 {
 		if err := cmp.prove("nothing to change"); err != nil {
 			return nil, err
 		}
