@@ -215,6 +215,15 @@ bench-recorder:
 	$(GO) test ./recorder/execute -run '^$$' -bench Overhead -benchtime 300x -count 3
 	$(GO) test ./recorder/recording -run '^$$' -bench ScanCensus -benchtime 5x -count 3
 
+.PHONY: bench-proof
+## bench-proof: the Proof's cost: a no-change `ptah schema plan` of 2,000 objects against a database holding them, as a
+## multiple of psql -f of the same DDL into a fresh database, interleaved round by round in one run (ROUNDS=n, 5 by
+## default; BASELINE=path of another ptah binary, e.g. one built without the proof, is timed in the same rounds)
+bench-proof:
+	@out=$$(mktemp -d) && trap 'rm -rf $$out' EXIT && $(GO) build -o $$out/ptah ./cmd/ptah && \
+	PTAH_BENCH_PROOF=$$out/ptah PTAH_BENCH_BASELINE=$(BASELINE) PTAH_BENCH_ROUNDS=$(or $(ROUNDS),5) \
+	  $(GO) test -count=1 -timeout 30m -run '^TestBenchProof$$' -v ./cmd/ptah/ | grep -E 'bench-proof|^(--- |ok|FAIL)|limit'
+
 .PHONY: readonly-fuzz
 ## readonly-fuzz: the long run of the generator of desired files with side-effecting expressions in every place
 ## PostgreSQL takes one, against a target logging every statement (CHECKS=n cases, 300 by default)

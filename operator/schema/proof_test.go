@@ -51,12 +51,15 @@ func outcome(p *Plan, d *Drift, err error) string {
 
 // TestProofCatchesWhatThePlannerMisses runs every pair of proofcases
 // against `ptah schema plan` and `drift`: the target holds the live side,
-// the desired SQL is the desired side. The planner's own answer (unproven)
-// is recorded beside the answer with the proof. Wherever the planner alone
-// claims in sync (an empty plan, no drift) over catalogs that differ, the
-// proof must turn the claim into unplanned_difference naming a line that
-// differs; pairs that are the same must stay in sync; and the planner
-// must be found missing at least one pair, or this test shows nothing.
+// the desired SQL is the desired side. Where the proof refuses, the
+// planner's own answer (unproven) is asked too. Wherever the planner alone
+// claims in sync (an empty plan) over catalogs that differ, plan and drift
+// must be refused with unplanned_difference naming a line that differs;
+// pairs that are the same must stay in sync. A plan with statements is
+// applied and planned again, as the Proof Job does after an Apply: an
+// empty second plan over catalogs still differing is refused the same way.
+// The planner must be found missing at least one pair, or this test shows
+// nothing the proof adds.
 func TestProofCatchesWhatThePlannerMisses(t *testing.T) {
 	e := proofEngine(t)
 	ctx := context.Background()
@@ -67,59 +70,66 @@ func TestProofCatchesWhatThePlannerMisses(t *testing.T) {
 			exec(t, db, proofcases.Base+c.Live)
 			fs := files(proofcases.Base + c.Desired)
 			opts := e.o(Options{})
-			p0, err0 := computePlan(ctx, db, fs, opts, false)
-			d0, errD0 := computeDrift(ctx, db, fs, opts, true, false)
+			// refusedOverEmpty says whether the proof refused a plan the
+			// planner alone would have written empty, and checks the
+			// refusal names a differing line.
+			refusedOverEmpty := func(err error) bool {
+				if report.AsError(err).Code != report.UnplannedDifference || !strings.Contains(err.Error(), "the planner found nothing to change") {
+					return false
+				}
+				p0, err0 := computePlan(ctx, db, fs, opts, false)
+				t.Logf("the planner alone: %s", outcome(p0, nil, err0))
+				if outcome(p0, nil, err0) != "empty" {
+					return false
+				}
+				if m := err.Error(); !strings.Contains(m, "only in the database: ") && !strings.Contains(m, "only in the desired schema: ") {
+					t.Fatalf("the refusal names no line: %v", err)
+				}
+				t.Logf("refused: %v", err)
+				return true
+			}
 			p1, err1 := ComputePlan(ctx, db, fs, opts)
-			d1, errD1 := ComputeDrift(ctx, db, fs, opts, true)
-			before, after := outcome(p0, nil, err0), outcome(p1, nil, err1)
-			driftBefore, driftAfter := outcome(nil, d0, errD0), outcome(nil, d1, errD1)
-			t.Logf("plan: planner alone %s, with the proof %s; drift: planner alone %s, with the proof %s", before, after, driftBefore, driftAfter)
+			t.Logf("plan: %s", outcome(p1, nil, err1))
 			if c.Same {
-				if after != "empty" || driftAfter != "no drift" {
-					t.Fatalf("the same schema built two ways: plan %s (%v), drift %s (%v); want an empty plan and no drift", after, err1, driftAfter, errD1)
+				d1, errD1 := ComputeDrift(ctx, db, fs, opts, true)
+				if outcome(p1, nil, err1) != "empty" || outcome(nil, d1, errD1) != "no drift" {
+					t.Fatalf("the same schema built two ways: plan %s (%v), drift %s (%v); want an empty plan and no drift",
+						outcome(p1, nil, err1), err1, outcome(nil, d1, errD1), errD1)
 				}
 				return
 			}
-			if after == "empty" || driftAfter == "no drift" {
-				t.Fatalf("catalogs differ (%s) but plan is %s and drift %s", c.Name, after, driftAfter)
+			if outcome(p1, nil, err1) == "empty" {
+				t.Fatalf("the catalogs differ (%s) but the plan is empty", c.Name)
 			}
-			if before == string(report.Internal) {
-				t.Logf("the planner fails: %v", err0)
-			}
-			if p0 != nil && len(p0.Statements) > 0 {
-				// The Proof after an Apply: the plan applied, planned again.
-				if _, err := Apply(ctx, db, p1, ApplyOptions{AllowDestructive: true, LockTimeout: 10 * time.Second}); err != nil {
-					t.Logf("apply: %v", err)
-					return
-				}
-				again0, errA0 := computePlan(ctx, db, fs, opts, false)
-				again1, errA1 := ComputePlan(ctx, db, fs, opts)
-				a0, a1 := outcome(again0, nil, errA0), outcome(again1, nil, errA1)
-				t.Logf("applied; planned again: planner alone %s, with the proof %s", a0, a1)
-				if a0 == "empty" && a1 != "empty" {
-					missedAfterApply = append(missedAfterApply, c.Name)
-					if e := report.AsError(errA1); e.Code != report.UnplannedDifference {
-						t.Fatalf("want %s, got %v", report.UnplannedDifference, errA1)
-					}
-					t.Logf("refused: %s", report.AsError(errA1).Message)
-				}
-			}
-			if before == "empty" {
+			if refusedOverEmpty(err1) {
 				missed = append(missed, c.Name)
-				for what, err := range map[string]error{"plan": err1, "drift": errD1} {
-					e := report.AsError(err)
-					if e.Code != report.UnplannedDifference || !strings.Contains(e.Message, "only in the database: ") && !strings.Contains(e.Message, "only in the desired schema: ") {
-						t.Fatalf("the planner alone gave an empty plan; want %s refused with %s naming a line, got %v", what, report.UnplannedDifference, err)
-					}
+				d1, errD1 := ComputeDrift(ctx, db, fs, opts, true)
+				if report.AsError(errD1).Code != report.UnplannedDifference || !strings.Contains(errD1.Error(), "the planner found no drift") {
+					t.Fatalf("want drift refused with %s, got %s (%v)", report.UnplannedDifference, outcome(nil, d1, errD1), errD1)
 				}
-				t.Logf("refused: %s", report.AsError(err1).Message)
+				if want := strings.SplitN(strings.SplitN(err1.Error(), ": ", 4)[3], " ", 3)[:2]; !strings.Contains(errD1.Error(), strings.Join(want, " ")) {
+					t.Fatalf("drift's refusal does not name the line plan's names (%s): %v", strings.Join(want, " "), errD1)
+				}
+				return
+			}
+			if p1 == nil {
+				return
+			}
+			// The Proof after an Apply: the plan applied, planned again.
+			if _, err := Apply(ctx, db, p1, ApplyOptions{AllowDestructive: true, LockTimeout: 10 * time.Second}); err != nil {
+				t.Logf("apply: %v", err)
+				return
+			}
+			again, errA := ComputePlan(ctx, db, fs, opts)
+			t.Logf("applied; planned again: %s", outcome(again, nil, errA))
+			if refusedOverEmpty(errA) {
+				missedAfterApply = append(missedAfterApply, c.Name)
 			}
 		})
 	}
 	t.Logf("the planner alone claimed in sync over differing catalogs in %d pairs, each refused by the proof: %s", len(missed), strings.Join(missed, "; "))
 	t.Logf("after applying the planner's plan, a second plan was empty over differing catalogs in %d pairs, each refused by the proof: %s", len(missedAfterApply), strings.Join(missedAfterApply, "; "))
-	if len(missed) == 0 {
+	if len(missed)+len(missedAfterApply) == 0 {
 		t.Fatalf("the planner missed no pair: this test shows nothing the proof adds")
 	}
 }
-

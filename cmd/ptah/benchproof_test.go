@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"ptah.run/operator/acceptance/testenv"
+)
+
+// benchObjects is n objects, a quarter of each kind, as operator/schema's
+// BenchmarkPlanNoChange2000Objects plans them: tables (a primary key, a
+// foreign key to the previous table, a check and an index), views reading
+// them, functions and triggers calling the functions.
+func benchObjects(n int) string {
+	var b strings.Builder
+	for i := range n / 4 {
+		fmt.Fprintf(&b, "CREATE TABLE t%04d (\n  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  name varchar(100) NOT NULL CHECK (name <> ''),\n  amount numeric(12,2) DEFAULT 0,\n  updated timestamptz NOT NULL DEFAULT now()", i)
+		if i > 0 {
+			fmt.Fprintf(&b, ",\n  parent_id bigint REFERENCES t%04d (id)", i-1)
+		}
+		fmt.Fprintf(&b, "\n);\nCREATE INDEX t%04d_name_idx ON t%04d (name);\n", i, i)
+		fmt.Fprintf(&b, "CREATE VIEW v%04d AS SELECT id, name, amount FROM t%04d WHERE amount > 0;\n", i, i)
+		fmt.Fprintf(&b, "CREATE FUNCTION touch%04d() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.updated := now(); RETURN NEW; END $$;\n", i)
+		fmt.Fprintf(&b, "CREATE TRIGGER t%04d_touch BEFORE UPDATE ON t%04d FOR EACH ROW EXECUTE FUNCTION touch%04d();\n", i, i, i)
+	}
+	return b.String()
+}
+
+// TestBenchProof is `make bench-proof`: the cost of the Proof, a no-change
+// `ptah schema plan` (the binary $PTAH_BENCH_PROOF) of 2,000 objects
+// against a database already holding them, as a multiple of loading the
+// same DDL with psql -f into a fresh database, the two interleaved round by
+// round ($PTAH_BENCH_ROUNDS, 5 by default) on the same servers. A second
+// binary in $PTAH_BENCH_BASELINE (one built without the proof) is timed in
+// the same rounds. It prints the medians and the ratios.
+func TestBenchProof(t *testing.T) {
+	bin := os.Getenv("PTAH_BENCH_PROOF")
+	if bin == "" {
+		t.Skip("make bench-proof runs this (PTAH_BENCH_PROOF names the ptah binary)")
+	}
+	rounds, _ := strconv.Atoi(os.Getenv("PTAH_BENCH_ROUNDS"))
+	if rounds <= 0 {
+		rounds = 5
+	}
+	baseline := os.Getenv("PTAH_BENCH_BASELINE")
+	pg := testenv.StartPostgres(t)
+	target := pg.CreateDatabase(t, "target")
+	devPG := testenv.StartPostgres(t)
+	devURL := devPG.CreateDatabase(t, "dev")
+	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB")
+	ddl := filepath.Join(t.TempDir(), "objects.sql")
+	if err := os.WriteFile(ddl, []byte(benchObjects(2000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	psql := func(url string) error {
+		out, err := exec.Command("psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-f", ddl, url).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("psql: %v\n%s", err, out)
+		}
+		return nil
+	}
+	if err := psql(target); err != nil {
+		t.Fatal(err)
+	}
+	plan := func(bin string) error {
+		out, err := exec.Command(bin, "schema", "plan", "--url", target, "--dev-url", devURL, "--schema-file", ddl, "--json").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%s schema plan: %v\n%s", bin, err, out)
+		}
+		if !strings.Contains(string(out), `"statements":[]`) {
+			return fmt.Errorf("%s schema plan: want an empty plan over the database holding the DDL, got:\n%.2000s", bin, out)
+		}
+		return nil
+	}
+	timed := func(f func() error) time.Duration {
+		start := time.Now()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	// warm both servers and the page cache once
+	if err := plan(bin); err != nil {
+		t.Fatal(err)
+	}
+	var loads, proofs, bases []time.Duration
+	for i := range rounds {
+		url := devPG.CreateDatabase(t, fmt.Sprintf("fresh%d", i))
+		loads = append(loads, timed(func() error { return psql(url) }))
+		proofs = append(proofs, timed(func() error { return plan(bin) }))
+		if baseline != "" {
+			bases = append(bases, timed(func() error { return plan(baseline) }))
+		}
+	}
+	median := func(ds []time.Duration) time.Duration {
+		s := slices.Clone(ds)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	l, p := median(loads), median(proofs)
+	t.Logf("bench-proof: %d rounds, 2,000 objects: psql -f into a fresh database %v (median), ptah schema plan with the proof %v: ratio %.2fx (limit 2.5x)",
+		rounds, l.Round(time.Millisecond), p.Round(time.Millisecond), float64(p)/float64(l))
+	if baseline != "" {
+		b := median(bases)
+		t.Logf("bench-proof: baseline %s %v: ratio %.2fx; the proof adds %.2fx of psql's time", baseline, b.Round(time.Millisecond),
+			float64(b)/float64(l), float64(p-b)/float64(l))
+	}
+	if float64(p)/float64(l) >= 2.5 {
+		t.Errorf("the Proof costs %.2fx loading the DDL with psql; the limit is 2.5x", float64(p)/float64(l))
+	}
+}
