@@ -267,6 +267,15 @@ func (r *SchemaReconciler) refusedOrFailed(ctx context.Context, s *v1alpha1.Ptah
 	if child != nil {
 		childCode = child.Code
 	}
+	if (childCode == string(report.UnplannedDifference) || childCode == string(report.UnmanagedObject)) &&
+		(c.Type == v1alpha1.OperationObserve || c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof) {
+		// ptah refused to call the two in sync: whatever was proved
+		// before no longer holds. The failure itself is recorded and
+		// retried below.
+		msg := "the live schema differs from the desired one in a way ptah does not plan: " + child.Code + ": " + child.Message
+		setCondition(s, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, msg)
+		setCondition(s, v1alpha1.ConditionDriftDetected, metav1.ConditionTrue, v1alpha1.ReasonDriftFound, msg)
+	}
 	switch {
 	case childCode == string(report.ProtectedTable) && (c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof):
 		return r.protectedTableRefused(ctx, s, c, child)
