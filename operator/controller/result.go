@@ -275,6 +275,7 @@ func (r *SchemaReconciler) refusedOrFailed(ctx context.Context, s *v1alpha1.Ptah
 		msg := "the live schema differs from the desired one in a way ptah does not plan: " + child.Code + ": " + child.Message
 		setCondition(s, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, msg)
 		setCondition(s, v1alpha1.ConditionDriftDetected, metav1.ConditionTrue, v1alpha1.ReasonDriftFound, msg)
+		setCondition(s, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, msg)
 	}
 	switch {
 	case childCode == string(report.ProtectedTable) && (c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof):
