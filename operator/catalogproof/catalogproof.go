@@ -16,7 +16,10 @@
 // t_a_check, t_a_idx, a serial's t_id_seq) render as a token derived from
 // the object's kind and table (<auto:pkey(public.t)>, <seq of public.t.id>),
 // so a desired schema that leaves a name to PostgreSQL renders as the live
-// one. Left out on purpose, because they are not desired state or differ
+// one. A partition's index or constraint attached to its partitioned
+// table's renders as <auto:attached(partition)> whatever its name (a
+// partition attached with an index of its own keeps that index's name):
+// the desired SQL declares it on the parent, where its name is rendered. Left out on purpose, because they are not desired state or differ
 // between any two servers: column order (the planner adds a column at the
 // end and never reorders: two tables alike but for the order of their
 // columns render equal), owners, tablespaces, sequence values, statistics,

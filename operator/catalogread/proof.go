@@ -13,7 +13,10 @@ package catalogread
 // where a default names the sequence; line is the fact. The caller sets
 // search_path to ” first (SetSearchPath), so every name prints
 // schema-qualified. No OID is printed; names PostgreSQL generates print as
-// <auto:LABEL(table)>. Grants print by role name, and only those to roles
+// <auto:LABEL(table)>, and so do those of a partition's indexes and
+// constraints attached to its partitioned table's (<auto:attached(table)>,
+// the line naming the parent's): the desired SQL declares them on the
+// parent and never names the partition's copy. Grants print by role name, and only those to roles
 // other than the object's owner.
 const Rendering = `
 WITH ns AS (SELECT oid, nspname, nspowner, nspacl FROM pg_namespace WHERE nspname = ANY ($1::text[])),
@@ -50,7 +53,8 @@ con AS (
   FROM pg_constraint k JOIN rel r ON r.oid = k.conrelid
 ),
 conl AS (
-  SELECT k.*, CASE WHEN k.lbl IS NOT NULL AND (starts_with(k.conname, k.relname || '_') OR length(k.conname) >= 60)
+  SELECT k.*, CASE WHEN k.conparentid <> 0 THEN '<auto:attached(' || k.qname || ')>'
+                   WHEN k.lbl IS NOT NULL AND (starts_with(k.conname, k.relname || '_') OR length(k.conname) >= 60)
                         AND k.conname ~ ('_' || k.lbl || '[0-9]*$')
                    THEN '<auto:' || k.lbl || '(' || k.qname || ')>' ELSE quote_ident(k.conname) END AS label
   FROM con k
@@ -58,7 +62,8 @@ conl AS (
 idx AS (
   SELECT i.indexrelid, ic.relname, t.relname AS tbl, t.root, t.qname, i.indisunique, i.indnullsnotdistinct, i.indisprimary,
          i.indisexclusion, i.indimmediate, i.indisclustered, i.indisreplident, i.indisvalid, ic.reloptions,
-         CASE WHEN (starts_with(ic.relname, t.relname || '_') OR length(ic.relname) >= 60)
+         CASE WHEN EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) THEN '<auto:attached(' || t.qname || ')>'
+              WHEN (starts_with(ic.relname, t.relname || '_') OR length(ic.relname) >= 60)
                    AND ic.relname ~ ('_' || coalesce(k.lbl, 'idx') || '[0-9]*$')
               THEN '<auto:' || coalesce(k.lbl, 'idx') || '(' || t.qname || ')>' ELSE quote_ident(ic.relname) END AS label
   FROM pg_index i JOIN rel t ON t.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid
