@@ -12,7 +12,9 @@
 //
 //	column public.t.a type=integer collation= notnull=t default=nextval(<seq of public.t.a>) ...
 //
-// OIDs and owners never appear; names PostgreSQL generates (t_pkey,
+// OIDs and owners never appear, nor grants to the owner or to the role
+// ptah runs as (on the target, the role a DBA let ptah connect as; on the
+// dev database, the role loading the desired SQL); names PostgreSQL generates (t_pkey,
 // t_a_check, t_a_idx, a serial's t_id_seq) render as a token derived from
 // the object's kind and table (<auto:pkey(public.t)>, <seq of public.t.id>),
 // so a desired schema that leaves a name to PostgreSQL renders as the live

@@ -16,8 +16,10 @@ package catalogread
 // <auto:LABEL(table)>, and so do those of a partition's indexes and
 // constraints attached to its partitioned table's (<auto:attached(table)>,
 // the line naming the parent's): the desired SQL declares them on the
-// parent and never names the partition's copy. Grants print by role name, and only those to roles
-// other than the object's owner.
+// parent and never names the partition's copy. Grants print by role name,
+// and only those to roles other than the object's owner and the session's
+// own role (ptah's, on either side: what a DBA grants the role ptah runs
+// as, like ownership, is the deployment's and not the desired schema's).
 const Rendering = `
 WITH ns AS (SELECT oid, nspname, nspowner, nspacl FROM pg_namespace WHERE nspname = ANY ($1::text[])),
 ext AS (SELECT classid, objid FROM pg_depend WHERE deptype = 'e'),
@@ -91,7 +93,7 @@ SELECT NULL::text AS tbl, NULL::text AS root, NULL::text AS col, NULL::text AS r
        format('schema %s comment=%s acl=%s', quote_ident(n.nspname), obj_description(n.oid, 'pg_namespace'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) x WHERE x.grantee <> n.nspowner) a)) AS line
+            FROM aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> n.nspowner) a)) AS line
 FROM ns n
 UNION ALL
 -- extensions, wherever they are, by name and schema: not their version
@@ -117,7 +119,7 @@ SELECT r.relname, r.root, NULL, NULL, NULL,
          obj_description(r.oid, 'pg_class'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(r.relacl, acldefault('r', r.relowner))) x WHERE x.grantee <> r.relowner) a))
+            FROM aclexplode(coalesce(r.relacl, acldefault('r', r.relowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> r.relowner) a))
 FROM rel r WHERE r.relkind <> 'S'
 UNION ALL
 -- columns of every relation, with what the column owns
@@ -137,7 +139,7 @@ SELECT r.relname, r.root, a.attname::text, NULL, NULL,
          col_description(r.oid, a.attnum),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(a.attacl) x WHERE x.grantee <> r.relowner) a))
+            FROM aclexplode(a.attacl) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> r.relowner) a))
 FROM rel r
 JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
 JOIN pg_type t ON t.oid = a.atttypid
@@ -150,7 +152,7 @@ SELECT s.tbl, s.root, NULL, CASE WHEN s.label <> s.qname THEN s.ref END, CASE WH
          obj_description(s.seqrelid, 'pg_class'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(s.relacl, acldefault('s', s.relowner))) x WHERE x.grantee <> s.relowner) a))
+            FROM aclexplode(coalesce(s.relacl, acldefault('s', s.relowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> s.relowner) a))
 FROM seq s WHERE s.deptype IS DISTINCT FROM 'i'
 UNION ALL
 -- constraints of tables and partitions (not the copies PostgreSQL makes on
@@ -220,7 +222,7 @@ SELECT NULL, NULL, NULL, NULL, NULL,
          obj_description(t.oid, 'pg_type'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(t.typacl, acldefault('T', t.typowner))) x WHERE x.grantee <> t.typowner) a))
+            FROM aclexplode(coalesce(t.typacl, acldefault('T', t.typowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> t.typowner) a))
 FROM typ t WHERE t.typtype <> 'm'
 UNION ALL
 -- a domain's constraints
@@ -248,7 +250,7 @@ SELECT NULL, NULL, NULL, NULL, NULL,
          obj_description(f.oid, 'pg_proc'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(f.proacl, acldefault('f', f.proowner))) x WHERE x.grantee <> f.proowner) a))
+            FROM aclexplode(coalesce(f.proacl, acldefault('f', f.proowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> f.proowner) a))
 FROM fn f
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL,
