@@ -20,7 +20,7 @@ func proofEngine(t *testing.T) *engine {
 	e := &engine{pg: testenv.StartPostgres(t)}
 	devPG := testenv.StartPostgres(t)
 	devURL := devPG.CreateDatabase(t, "dev")
-	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB")
+	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB CREATEROLE")
 	for _, r := range proofcases.Roles {
 		e.pg.Exec(t, "postgres", "CREATE ROLE "+r)
 		devPG.Exec(t, "postgres", "CREATE ROLE "+r)
