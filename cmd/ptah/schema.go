@@ -158,9 +158,11 @@ func (d desiredFlags) open(ctx context.Context) (db *database.DB, opts schema.Op
 			db.Close()
 			return nil, opts, nil, err
 		}
-		devURL = local.URL
+		opts.Dev, err = local.Open(ctx, *d.db.connectTimeout)
+	} else {
+		opts.Dev, err = devdb.Open(ctx, devURL, *d.db.connectTimeout)
 	}
-	if opts.Dev, err = devdb.Open(ctx, devURL, *d.db.connectTimeout); err != nil {
+	if err != nil {
 		db.Close()
 		if local != nil {
 			local.Stop()

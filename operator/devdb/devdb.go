@@ -46,6 +46,10 @@ type Server struct {
 	admin          *database.DB
 	conn           *sql.Conn
 	marker         string
+	// markCfg, when set, reaches the server as a superuser, for
+	// MarkLeakproof only (Local.Open); otherwise the dev URL's role marks,
+	// if it is a superuser.
+	markCfg *pgx.ConnConfig
 	// super, createRole and createDB are the dev URL's role's attributes.
 	super, createRole, createDB bool
 	// Target is "host:port" of the dev server, the only part of its URL shown.
@@ -243,4 +247,56 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// MarkLeakproof marks LEAKPROOF, in the comparison database of role, the
+// functions the desired SQL declared LEAKPROOF, which it loaded as the
+// setting application_name = marker (only a superuser may mark a function
+// LEAKPROOF; the comparison's role is none). It runs as the dev URL's role,
+// with search_path pg_catalog so that each function is named in full, and
+// sends only the ALTER FUNCTION statements, built from the catalog's own
+// quoting of each signature: no desired SQL, and no function is run. want
+// is how many LEAKPROOF were loaded so (fewer functions may carry the
+// marker: a later CREATE OR REPLACE without LEAKPROOF replaces it, as it
+// makes the function not LEAKPROOF).
+func (s *Server) MarkLeakproof(ctx context.Context, role, marker string, want int) error {
+	cfg := s.cfg.Copy()
+	switch {
+	case s.markCfg != nil:
+		cfg = s.markCfg.Copy()
+	case !s.super:
+		return report.Errorf(report.Permission, "the desired schema declares %d LEAKPROOF function(s); only a superuser may mark a function LEAKPROOF, and ptah marks them in the comparison database as the dev URL's role, which on %s is no superuser: use a superuser's dev URL or --dev-throwaway, or keep the LEAKPROOF function in a migration", want, s.Target)
+	}
+	cfg.Database = role
+	cfg.RuntimeParams["search_path"] = "pg_catalog"
+	db, err := database.OpenConfig(ctx, cfg, s.connectTimeout)
+	if err != nil {
+		e := report.AsError(err)
+		e.Message = "dev database, to mark LEAKPROOF functions: " + e.Message
+		return e
+	}
+	defer db.Close()
+	rows, err := db.QueryContext(ctx, "SELECT oid::regprocedure::text FROM pg_proc WHERE proconfig @> ARRAY['application_name=' || $1]", marker)
+	if err != nil {
+		return database.StatementError(s.Target, "find the functions to mark LEAKPROOF", err)
+	}
+	var fns []string
+	for rows.Next() {
+		var f string
+		if err := rows.Scan(&f); err != nil {
+			rows.Close()
+			return database.StatementError(s.Target, "find the functions to mark LEAKPROOF", err)
+		}
+		fns = append(fns, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return database.StatementError(s.Target, "find the functions to mark LEAKPROOF", err)
+	}
+	for _, f := range fns {
+		if _, err := db.ExecContext(ctx, "ALTER FUNCTION "+f+" LEAKPROOF RESET application_name"); err != nil {
+			return database.StatementError(s.Target, "mark "+f+" LEAKPROOF", err)
+		}
+	}
+	return nil
 }

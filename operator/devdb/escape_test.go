@@ -580,13 +580,59 @@ func TestAStatementNeedingASuperuserIsExplained(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer srv.Close()
-	_, err = schema.ComputePlan(ctx, v.db, []schema.File{{Name: "leakproof.sql", Text: "CREATE FUNCTION f(int) RETURNS int LANGUAGE sql IMMUTABLE LEAKPROOF AS 'SELECT $1';"}}, schema.Options{Dev: srv})
+	_, err = schema.ComputePlan(ctx, v.db, []schema.File{{Name: "internal.sql", Text: "CREATE FUNCTION f(cstring) RETURNS int LANGUAGE internal IMMUTABLE AS 'int4in';"}}, schema.Options{Dev: srv})
 	if err == nil {
-		t.Fatal("a LEAKPROOF function loaded: the desired SQL ran as a superuser")
+		t.Fatal("a function in the untrusted language internal loaded: the desired SQL ran as a superuser")
 	}
-	for _, want := range []string{"leakproof.sql:1", "no superuser", "keep it in a migration"} {
+	for _, want := range []string{"internal.sql:1", "no superuser", "keep it in a migration"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal does not say %q: %v", want, err)
 		}
+	}
+}
+
+// TestLeakproofNeedsASuperuserToMark: a LEAKPROOF function of desired SQL
+// is loaded by the comparison's role without LEAKPROOF and marked by the
+// dev server's own session, which must be a superuser's: through a
+// CREATEDB CREATEROLE dev URL, or the sidecar's server (no superuser can
+// log in to it), the plan is refused saying so; through a superuser's dev
+// URL it is planned, and the victim is untouched either way.
+func TestLeakproofNeedsASuperuserToMark(t *testing.T) {
+	ctx := context.Background()
+	v := newVictim(t)
+	before := v.pg.Snapshot(t, "victim")
+	desired := []schema.File{{Name: "leakproof.sql", Text: "CREATE FUNCTION f(int) RETURNS int LANGUAGE sql IMMUTABLE LEAKPROOF AS 'SELECT $1';"}}
+	for i, d := range devServers(t) {
+		srv, err := devdb.Open(ctx, d.url, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := schema.ComputePlan(ctx, v.db, desired, schema.Options{Dev: srv})
+		srv.Close()
+		if i == 0 {
+			if err != nil {
+				t.Errorf("%s: want a plan creating f LEAKPROOF: %v", d.name, err)
+				continue
+			}
+			created := false
+			for _, st := range p.Statements {
+				created = created || strings.Contains(st.SQL, "FUNCTION public.f(integer)") && strings.Contains(st.SQL, "LEAKPROOF")
+			}
+			if !created {
+				t.Errorf("%s: want a plan creating f LEAKPROOF, got %v", d.name, p.Statements)
+			}
+			continue
+		}
+		if err == nil {
+			t.Fatalf("%s: a LEAKPROOF function was planned though no superuser could mark it", d.name)
+		}
+		for _, want := range []string{"LEAKPROOF", "no superuser", "in a migration"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%s: the refusal does not say %q: %v", d.name, want, err)
+			}
+		}
+	}
+	if after := v.pg.Snapshot(t, "victim"); after != before {
+		t.Fatal("the victim changed")
 	}
 }

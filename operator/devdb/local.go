@@ -18,6 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
 )
 
@@ -28,8 +29,8 @@ import (
 //go:embed server.sh
 var Script string
 
-// Role is the only role that can log in to a server Script started: it may
-// create databases and is no superuser.
+// Role is the role ptah logs in to a server Script started as: it may
+// create databases and roles and is no superuser.
 const Role = "ptah"
 
 // SocketURL is the dev URL of a server Script started with its socket in dir.
@@ -62,12 +63,15 @@ func version(initdb string) int {
 // Local is a throwaway dev server on a unix socket in a temporary directory.
 type Local struct {
 	// URL reaches it as Role.
-	URL    string
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
-	log    *syncBuffer
+	URL string
+	// superURL reaches it as its superuser, by a password only this
+	// process knows; Open gives it to the Server for MarkLeakproof alone.
+	superURL string
+	dir      string
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	err      error
+	log      *syncBuffer
 }
 
 // StartLocal runs Script in a new temporary directory and waits until the
@@ -89,7 +93,9 @@ func StartLocal(ctx context.Context) (*Local, error) {
 		return nil, report.Errorf(report.Internal, "create the throwaway server's socket directory: %v", err)
 	}
 	l.cmd = exec.Command("/bin/sh", "-c", Script, "ptah-dev-database")
-	l.cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "PGDATA=" + filepath.Join(dir, "data"), "PTAH_DEV_SOCKET_DIR=" + sock, "LANG=C"}
+	superPassword := randomHex(32)
+	l.cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "PGDATA=" + filepath.Join(dir, "data"), "PTAH_DEV_SOCKET_DIR=" + sock, "LANG=C",
+		"PTAH_DEV_SUPER_VERIFIER=" + scramVerifier(superPassword)}
 	l.cmd.Stdout, l.cmd.Stderr = l.log, l.log
 	// Pdeathsig: the server ends with ptah even when ptah is killed outright.
 	l.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -113,6 +119,8 @@ func StartLocal(ctx context.Context) (*Local, error) {
 	}
 	go func() { l.err = l.cmd.Wait(); close(l.exited) }()
 	l.URL = SocketURL(sock)
+	su := url.URL{Scheme: "postgres", User: url.UserPassword("postgres", superPassword), Path: "/postgres", RawQuery: url.Values{"host": {sock}, "sslmode": {"disable"}}.Encode()}
+	l.superURL = su.String()
 	if err := l.waitReady(ctx, 60*time.Second); err != nil {
 		l.Stop()
 		return nil, err
@@ -189,4 +197,18 @@ func (w *syncBuffer) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.String()
+}
+
+// Open opens the throwaway server as Open does, and lets the Server mark
+// LEAKPROOF functions as the server's superuser.
+func (l *Local) Open(ctx context.Context, connectTimeout time.Duration) (*Server, error) {
+	s, err := Open(ctx, l.URL, connectTimeout)
+	if err != nil {
+		return nil, err
+	}
+	if s.markCfg, err = database.ParseURL(l.superURL); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
 }

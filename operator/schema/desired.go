@@ -43,13 +43,22 @@ func ReadFiles(paths []string) ([]File, error) {
 // message, read under the settings the splitter reads SQL with
 // (sqlsplit.Settings, set before each file). Whatever the SQL does stays on
 // the dev server: transaction control, settings and roles included.
-func loadDesired(ctx context.Context, db *database.DB, files []File) error {
+//
+// It returns the comparison's role, whose marker each LEAKPROOF was loaded
+// as (withoutLeakproof), and how many were, for the dev server to mark.
+func loadDesired(ctx context.Context, db *database.DB, files []File) (role string, leakproof int, err error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return database.StatementError(db.Target, "connect", err)
+		return "", 0, database.StatementError(db.Target, "connect", err)
 	}
 	defer conn.Close()
-	return database.WithPgx(conn, func(c *pgx.Conn) error {
+	err = database.WithPgx(conn, func(c *pgx.Conn) error {
+		// Read before any desired SQL runs: the comparison's role, which
+		// the desired SQL cannot know.
+		if err := c.QueryRow(ctx, "SELECT current_user").Scan(&role); err != nil {
+			return database.StatementError(db.Target, "read the comparison's role", err)
+		}
+		markable := leakproofMarkable(files)
 		if _, err := c.Exec(ctx, "BEGIN"); err != nil {
 			return database.StatementError(db.Target, "begin", err)
 		}
@@ -64,12 +73,17 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) error {
 				return database.StatementError(db.Target, "set the settings SQL is read under", err)
 			}
 			text := withoutConcurrently(f.Text)
+			if markable {
+				var n int
+				text, n = withoutLeakproof(text, leakproofMarker(role))
+				leakproof += n
+			}
 			if err := database.ExecScript(ctx, c.PgConn(), text); err != nil {
 				e := database.ScriptError(err, db.Target, f.Name, text, nil, report.Parse)
 				e.Message += " (loading the desired schema into the dev database)"
 				var refused *database.ScriptFailure
 				if errors.As(err, &refused) && refused.Err.Code == "42501" { // insufficient_privilege
-					e.Message += "; desired SQL runs there as a role ptah makes for the comparison, with no privileges (no superuser, no memberships), so a statement that needs a superuser (LEAKPROOF, an untrusted language or extension, server files) cannot be part of a desired schema: keep it in a migration"
+					e.Message += "; desired SQL runs there as a role ptah makes for the comparison, with no privileges (no superuser, no memberships), so a statement that needs a superuser (an untrusted language or extension, server files, a LEAKPROOF that could not be loaded as a marker for the dev server's superuser to set) cannot be part of a desired schema: keep it in a migration"
 				}
 				return e
 			}
@@ -81,6 +95,7 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) error {
 		committed = true
 		return nil
 	})
+	return role, leakproof, err
 }
 
 // concurrently matches a statement PostgreSQL refuses in a transaction

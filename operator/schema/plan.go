@@ -153,8 +153,14 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if desiredErr = loadDesired(ctx, devDB, files); desiredErr != nil {
+		role, leakproof, err := loadDesired(ctx, devDB, files)
+		if desiredErr = err; err != nil {
 			return
+		}
+		if leakproof > 0 {
+			if desiredErr = opts.Dev.MarkLeakproof(ctx, role, leakproofMarker(role), leakproof); desiredErr != nil {
+				return
+			}
 		}
 		devTx, err := devDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 		if err != nil {

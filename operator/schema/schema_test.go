@@ -48,7 +48,7 @@ func newEngine(t testing.TB) *engine {
 		t.Fatalf("start the dev server: %v", err)
 	}
 	t.Cleanup(local.Stop)
-	if e.dev, err = devdb.Open(context.Background(), local.URL, 5*time.Second); err != nil {
+	if e.dev, err = local.Open(context.Background(), 5*time.Second); err != nil {
 		t.Fatalf("open the dev server: %v", err)
 	}
 	t.Cleanup(e.dev.Close)
