@@ -53,8 +53,7 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) (role strin
 	}
 	defer conn.Close()
 	err = database.WithPgx(conn, func(c *pgx.Conn) error {
-		// Read before any desired SQL runs: the comparison's role, which
-		// the desired SQL cannot know.
+		// The comparison's role, whose name the LEAKPROOF marker carries.
 		if err := c.QueryRow(ctx, "SELECT current_user").Scan(&role); err != nil {
 			return database.StatementError(db.Target, "read the comparison's role", err)
 		}

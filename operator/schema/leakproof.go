@@ -12,10 +12,12 @@ import (
 // Marking a function LEAKPROOF needs a superuser, and the role desired SQL
 // runs as is none. So a LEAKPROOF in a CREATE or ALTER FUNCTION of desired
 // SQL is loaded as a setting of the function the role may give it
-// (SET application_name = marker, marker naming the comparison's role,
-// which the desired SQL cannot know), and the dev server's own session then
-// marks exactly the functions that carry it (devdb.Server.MarkLeakproof):
-// that step runs no desired SQL and no function. A statement this cannot be
+// (SET application_name = marker, marker naming the comparison's role),
+// and the dev server's own session then marks exactly the functions that
+// carry it (devdb.Server.MarkLeakproof): that step runs no desired SQL and
+// no function. Desired SQL that sets the marker on a function itself (it
+// can learn its role) gains only what writing LEAKPROOF there would give:
+// a function of its own scratch database marked. A statement this cannot be
 // done to unambiguously (it sets application_name itself, or the rewrite
 // would not parse to the same statement) is loaded as written, and
 // PostgreSQL refuses it as before.
