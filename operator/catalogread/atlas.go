@@ -1,6 +1,9 @@
 package catalogread
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // The statements atlas's PostgreSQL inspector sends, copied verbatim from
 // ariga.io/atlas/sql/postgres (inspect_oss.go and driver_oss.go) at the
@@ -260,17 +263,36 @@ ORDER BY
 `
 )
 
-// atlasStatements are atlas's statements as they reach the server, one
-// entry per form: the index query differs below and above PostgreSQL 15,
-// the schema query by how the schemas are named.
+// atlasPartitionAttrs is what atlas reads a partition key's columns from:
+// pg_partitioned_table.partattrs holds attribute numbers, which count the
+// dropped columns pg_attribute keeps, while atlas takes each as a position
+// in its list of the table's columns, which has none. With a column dropped
+// before a key column, atlas named the wrong column or failed with
+// "unexpected column index". partitionAttrs gives each key column's
+// position among the columns not dropped (0, an expression, stays 0).
+const (
+	atlasPartitionAttrs = "\tt4.partattrs AS partition_attrs,\n"
+	partitionAttrs      = "\t(SELECT string_agg(CASE WHEN k.n = 0 THEN '0' ELSE (SELECT count(*) FROM pg_catalog.pg_attribute AS a WHERE a.attrelid = t4.partrelid AND a.attnum BETWEEN 1 AND k.n AND NOT a.attisdropped)::text END, ' ' ORDER BY k.i) FROM unnest(t4.partattrs::int2[]) WITH ORDINALITY AS k(n, i)) AS partition_attrs,\n"
+)
+
+// ForAtlas is the statement to send for query, which atlas's inspector
+// wrote: its tables query with partition keys read by position among the
+// columns not dropped (atlasPartitionAttrs), every other as written.
+func ForAtlas(query string) string {
+	return strings.Replace(query, atlasPartitionAttrs, partitionAttrs, 1)
+}
+
+// atlasStatements are atlas's statements as they reach the server (through
+// ForAtlas), one entry per form: the index query differs below and above
+// PostgreSQL 15, the schema query by how the schemas are named.
 var atlasStatements = []string{
 	atlasParamsQuery,
 	atlasSchemasQuery,
 	fmt.Sprintf(atlasSchemasQueryArgs, "= CURRENT_SCHEMA()"),
 	fmt.Sprintf(atlasSchemasQueryArgs, "= $1"),
 	fmt.Sprintf(atlasSchemasQueryArgs, "IN (%s)"),
-	atlasTablesQuery,
-	atlasTablesQueryArgs,
+	ForAtlas(atlasTablesQuery),
+	ForAtlas(atlasTablesQueryArgs),
 	atlasColumnsQuery,
 	atlasEnumsQuery,
 	atlasFksQuery,

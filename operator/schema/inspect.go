@@ -135,7 +135,7 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 		}
 		return &state{name: name, schema: s, fingerprint: fp, missing: true}, nil
 	}
-	drv, err := postgres.Open(tx)
+	drv, err := postgres.Open(atlasQuerier{tx})
 	if err != nil {
 		return nil, fmt.Errorf("open the atlas driver: %w", err)
 	}
@@ -251,4 +251,16 @@ func fingerprint(s *sqlschema.Schema, objects []pgcatalog.Object) (string, error
 	}
 	sum := h.Sum(nil)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// atlasQuerier is tx as atlas's inspector is given it: each statement
+// atlas writes is sent as catalogread.ForAtlas has it.
+type atlasQuerier struct{ tx *sql.Tx }
+
+func (q atlasQuerier) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	return q.tx.QueryContext(ctx, catalogread.ForAtlas(query), args...)
+}
+
+func (q atlasQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	return q.tx.ExecContext(ctx, catalogread.ForAtlas(query), args...)
 }

@@ -271,6 +271,9 @@ func diff(ctx context.Context, live, desired *side, opts Options) (*comparison, 
 		withoutConstraints(d.schema)
 		withoutLostIndexes(l, d)
 		atlasIdentities[i] = withoutIdentities(l, d)
+		if err := partitionKeyChanged(l.name, l.schema, d.schema); err != nil {
+			return nil, err
+		}
 		c, err := drv.SchemaDiff(l.schema, d.schema)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s against the desired schema: %w", l.name, err)

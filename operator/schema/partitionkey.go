@@ -1,0 +1,54 @@
+package schema
+
+import (
+	"strings"
+
+	"ariga.io/atlas/sql/postgres"
+	sqlschema "ariga.io/atlas/sql/schema"
+
+	"ptah.run/operator/operator/report"
+)
+
+// partitionKeyChanged refuses a table whose partition key differs between
+// the live schema and the desired one: PostgreSQL cannot change a table's
+// partition key, and no ALTER does it.
+func partitionKeyChanged(schema string, live, desired *sqlschema.Schema) error {
+	for _, lt := range live.Tables {
+		dt, ok := desired.Table(lt.Name)
+		if !ok {
+			continue
+		}
+		lk, dk := partitionKey(lt), partitionKey(dt)
+		if lk == "" || dk == "" || lk == dk {
+			continue
+		}
+		return report.Errorf(report.UnplannedDifference, "the partition key of table %s.%s differs: the database has PARTITION BY %s, the desired schema PARTITION BY %s; PostgreSQL cannot change a table's partition key, so ptah plans nothing: create the table anew under another name with the new key, move its rows and swap the names in a migration, or declare the key the database has", quoteIdent(schema), quoteIdent(lt.Name), lk, dk)
+	}
+	return nil
+}
+
+// partitionKey is t's partition key as PARTITION BY writes it, "" when t
+// is not partitioned.
+func partitionKey(t *sqlschema.Table) string {
+	var p postgres.Partition
+	for _, a := range t.Attrs {
+		if pa, ok := a.(*postgres.Partition); ok {
+			p = *pa
+		}
+	}
+	if p.T == "" {
+		return ""
+	}
+	parts := make([]string, 0, len(p.Parts))
+	for _, part := range p.Parts {
+		switch {
+		case part.C != nil:
+			parts = append(parts, quoteIdent(part.C.Name))
+		case part.X != nil:
+			if x, ok := part.X.(*sqlschema.RawExpr); ok {
+				parts = append(parts, x.X)
+			}
+		}
+	}
+	return p.T + " (" + strings.Join(parts, ", ") + ")"
+}
