@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -167,9 +166,7 @@ func statements(log string) []logEntry {
 // The committed seeds (one per place) run first; `make readonly-fuzz` runs
 // the generator long.
 func TestReadOnlyCommandsSendTheTargetOnlyReviewedStatements(t *testing.T) {
-	if f := flag.Lookup("rapid.checks"); f != nil && !flagSet("rapid.checks") {
-		_ = f.Value.Set("8")
-	}
+	testenv.RapidChecks(t, 8)
 	pg := testenv.StartPostgres(t)
 	dbURL := pg.CreateDatabase(t, "shop")
 	devPG := testenv.StartPostgres(t)
@@ -322,10 +319,4 @@ func newMarker() string {
 		panic(err)
 	}
 	return "ptahmark" + hex.EncodeToString(b)
-}
-
-func flagSet(name string) bool {
-	set := false
-	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
 }

@@ -2,7 +2,6 @@ package devdb_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"ptah.run/operator/acceptance/testenv"
 	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/schema"
 )
@@ -166,14 +166,7 @@ const escapeChecks = 20
 // is unchanged, no file is written, nothing the server holds is in the
 // answer, and the dev server has the roles, databases and settings it had.
 func TestGeneratedEscapes(t *testing.T) {
-	if f := flag.Lookup("rapid.checks"); f != nil && f.Value.String() == "100" && os.Getenv("RAPID_CHECKS") == "" {
-		set := false
-		flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
-		if !set {
-			_ = flag.Set("rapid.checks", fmt.Sprint(escapeChecks))
-			t.Cleanup(func() { _ = flag.Set("rapid.checks", "100") })
-		}
-	}
+	testenv.RapidChecks(t, escapeChecks)
 	runs := newEscapeRuns(t)
 	marker := map[*escapeRun]string{}
 	for _, r := range runs {

@@ -2,7 +2,6 @@ package migrate
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"ptah.run/operator/acceptance/testenv"
 	"ptah.run/operator/operator/report"
 )
 
@@ -380,13 +380,7 @@ var prefaces = []string{
 // rows as PostgreSQL's parser reads its strings. -rapid.checks=N runs N
 // files (30 by default; make migrate-fuzz runs 2000).
 func TestGeneratedMigrationsRunAsChecked(t *testing.T) {
-	if f := flag.Lookup("rapid.checks"); f != nil {
-		set := false
-		flag.Visit(func(v *flag.Flag) { set = set || v.Name == "rapid.checks" })
-		if !set && os.Getenv("RAPID_CHECKS") == "" {
-			f.Value.Set("30")
-		}
-	}
+	testenv.RapidChecks(t, 30)
 	srv := startLogged(t)
 	start, cases := time.Now(), 0
 	kinds := map[string]int{}

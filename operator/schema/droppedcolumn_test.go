@@ -2,8 +2,13 @@ package schema
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+
+	"pgregory.net/rapid"
+
+	"ptah.run/operator/acceptance/testenv"
 
 	"ptah.run/operator/operator/report"
 )
@@ -48,4 +53,69 @@ func TestPartitionKeyAfterADroppedColumn(t *testing.T) {
 			t.Logf("plan: %v", err)
 		})
 	}
+}
+
+// TestGeneratedPartitionKeysAfterDroppedColumns generates partitioned
+// tables whose live copy had columns dropped anywhere among its own, keyed
+// by columns and expressions: the desired copy, declared without the
+// dropped columns, must plan nothing; keyed by another column it must be
+// refused naming the key.
+func TestGeneratedPartitionKeysAfterDroppedColumns(t *testing.T) {
+	testenv.RapidChecks(t, 15)
+	e := newEngine(t)
+	ctx := context.Background()
+	rapid.Check(t, func(rt *rapid.T) {
+		n := rapid.IntRange(2, 5).Draw(rt, "columns")
+		var kept, all []string
+		for i := range n {
+			for range rapid.IntRange(0, 2).Draw(rt, fmt.Sprintf("dropped before c%d", i)) {
+				all = append(all, fmt.Sprintf("x%d", len(all)))
+			}
+			kept = append(kept, fmt.Sprintf("c%d", i))
+			all = append(all, fmt.Sprintf("c%d", i))
+		}
+		strategy := rapid.SampledFrom([]string{"RANGE", "LIST", "HASH"}).Draw(rt, "strategy")
+		key := func(cols []int) string {
+			var parts []string
+			for j, c := range cols {
+				if j > 0 && rapid.Bool().Draw(rt, "an expression") {
+					parts = append(parts, fmt.Sprintf("(c%d + 1)", c))
+				} else {
+					parts = append(parts, fmt.Sprintf("c%d", c))
+				}
+			}
+			return strings.Join(parts, ", ")
+		}
+		width := 1
+		if strategy != "LIST" {
+			width = rapid.IntRange(1, min(2, n)).Draw(rt, "key width")
+		}
+		cols := rapid.Permutation(rapid.SliceOfNDistinct(rapid.IntRange(0, n-1), width, width, rapid.ID[int]).Draw(rt, "key columns")).Draw(rt, "key order")
+		k := key(cols)
+		table := func(names []string, k string) string {
+			defs := make([]string, len(names))
+			for i, c := range names {
+				defs[i] = c + " int"
+			}
+			return fmt.Sprintf("CREATE TABLE p (%s) PARTITION BY %s (%s);", strings.Join(defs, ", "), strategy, k)
+		}
+		live := table(all, k)
+		for _, c := range all {
+			if strings.HasPrefix(c, "x") {
+				live += " ALTER TABLE p DROP COLUMN " + c + ";"
+			}
+		}
+		db, _ := e.db(t)
+		exec(t, db, live)
+		p, err := ComputePlan(ctx, db, files(table(kept, k)), e.o(Options{}))
+		if err != nil || len(p.Statements) != 0 {
+			rt.Fatalf("%s\nthe same key planned: %v %v", live, p, err)
+		}
+		other := (cols[0] + 1) % n
+		_, err = ComputePlan(ctx, db, files(table(kept, fmt.Sprintf("c%d", other))), e.o(Options{}))
+		if err == nil || report.AsError(err).Code != report.UnplannedDifference || !strings.Contains(err.Error(), "partition key") {
+			rt.Fatalf("%s\nkeyed by c%d instead: want unplanned_difference naming the key, got %v", live, other, err)
+		}
+		db.Close()
+	})
 }

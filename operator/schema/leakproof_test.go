@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"pgregory.net/rapid"
+
+	"ptah.run/operator/acceptance/testenv"
 )
 
 // leakproofFunction is one generated function declaration: options in an
@@ -46,6 +48,7 @@ func genLeakproofFunction(t *rapid.T, i int) leakproofFunction {
 // superuser's load made it), and a target with one function's LEAKPROOF
 // flipped must not be.
 func TestLeakproofIsMarkedAsPostgreSQLWouldMarkIt(t *testing.T) {
+	testenv.RapidChecks(t, 40)
 	e := newEngine(t)
 	ctx := context.Background()
 	marked := 0
