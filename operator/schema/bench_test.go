@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"ptah.run/operator/acceptance/testenv"
 	"ptah.run/operator/operator/database"
 )
 
@@ -59,28 +60,10 @@ func benchmarkPlanNoChange(b *testing.B, name, schema string) {
 	}
 }
 
-// objectSchema is n objects, a quarter of each kind: tables (with a
-// primary key, a foreign key to the previous table, a check and an index),
-// views reading them, functions and triggers calling the functions.
-func objectSchema(n int) string {
-	var b strings.Builder
-	for i := range n / 4 {
-		fmt.Fprintf(&b, "CREATE TABLE t%04d (\n  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n  name varchar(100) NOT NULL CHECK (name <> ''),\n  amount numeric(12,2) DEFAULT 0,\n  updated timestamptz NOT NULL DEFAULT now()", i)
-		if i > 0 {
-			fmt.Fprintf(&b, ",\n  parent_id bigint REFERENCES t%04d (id)", i-1)
-		}
-		fmt.Fprintf(&b, "\n);\nCREATE INDEX t%04d_name_idx ON t%04d (name);\n", i, i)
-		fmt.Fprintf(&b, "CREATE VIEW v%04d AS SELECT id, name, amount FROM t%04d WHERE amount > 0;\n", i, i)
-		fmt.Fprintf(&b, "CREATE FUNCTION touch%04d() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN NEW.updated := now(); RETURN NEW; END $$;\n", i)
-		fmt.Fprintf(&b, "CREATE TRIGGER t%04d_touch BEFORE UPDATE ON t%04d FOR EACH ROW EXECUTE FUNCTION touch%04d();\n", i, i, i)
-	}
-	return b.String()
-}
-
 // BenchmarkPlanNoChange2000Objects is the proof plan over 2,000 objects of
 // the kinds pgcatalog plans besides atlas's tables: 500 tables, 500 views,
 // 500 functions and 500 triggers. Compare with
 // BenchmarkPlanNoChange200Tables, run the same way.
 func BenchmarkPlanNoChange2000Objects(b *testing.B) {
-	benchmarkPlanNoChange(b, "objects", objectSchema(2000))
+	benchmarkPlanNoChange(b, "objects", testenv.ObjectSchema(2000))
 }

@@ -106,6 +106,7 @@ func TestGeneratedPartitionKeysAfterDroppedColumns(t *testing.T) {
 			}
 		}
 		db, _ := e.db(t)
+		defer db.Close()
 		exec(t, db, live)
 		p, err := ComputePlan(ctx, db, files(table(kept, k)), e.o(Options{}))
 		if err != nil || len(p.Statements) != 0 {
@@ -116,6 +117,5 @@ func TestGeneratedPartitionKeysAfterDroppedColumns(t *testing.T) {
 		if err == nil || report.AsError(err).Code != report.UnplannedDifference || !strings.Contains(err.Error(), "partition key") {
 			rt.Fatalf("%s\nkeyed by c%d instead: want unplanned_difference naming the key, got %v", live, other, err)
 		}
-		db.Close()
 	})
 }

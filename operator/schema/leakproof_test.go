@@ -35,7 +35,11 @@ func genLeakproofFunction(t *rapid.T, i int) leakproofFunction {
 	}
 	f.altered = rapid.SampledFrom([]string{"", "LEAKPROOF", "NOT LEAKPROOF", "COST 9", "RESET ALL", "SET application_name = 'x'"}).Draw(t, "alter")
 	if f.altered != "" {
-		f.text += fmt.Sprintf("ALTER FUNCTION %s %s;\n", name, f.altered)
+		f.text += fmt.Sprintf("ALTER %s %s %s;\n", rapid.SampledFrom([]string{"FUNCTION", "ROUTINE"}).Draw(t, "alter kind"), name, f.altered)
+	}
+	if rapid.Bool().Draw(t, "a set-returning sibling") {
+		f.text += fmt.Sprintf("CREATE FUNCTION %s_rows() RETURNS TABLE (leakproof int) LANGUAGE sql STABLE %s AS $$ SELECT 1 $$;\n", name,
+			rapid.SampledFrom([]string{"", "LEAKPROOF", "NOT LEAKPROOF"}).Draw(t, "sibling leakproof"))
 	}
 	return f
 }
@@ -61,6 +65,7 @@ func TestLeakproofIsMarkedAsPostgreSQLWouldMarkIt(t *testing.T) {
 			text.WriteString(f.text)
 		}
 		db, name := e.db(t)
+		defer db.Close() // a case's databases are many: its session goes with it
 		e.pg.Exec(t, name, text.String())
 		leak := map[string]bool{}
 		rows, err := db.QueryContext(ctx, "SELECT proname, proleakproof FROM pg_proc WHERE pronamespace = 'public'::regnamespace")
@@ -116,7 +121,6 @@ func TestLeakproofIsMarkedAsPostgreSQLWouldMarkIt(t *testing.T) {
 		if len(p.Statements) == 0 {
 			rt.Fatalf("%s made %s on the target, and the plan is empty:\n%s", flip, to, text.String())
 		}
-		db.Close()
 	})
 	if marked == 0 {
 		t.Fatal("no generated schema had a LEAKPROOF function to mark: the test showed nothing")
