@@ -88,22 +88,7 @@ var apiServerRestarted = fault{
 		_, err := f.l.d.Exec(f.ctx, f.node, nil, "pkill", "-KILL", "-x", "kube-apiserver")
 		return err
 	},
-	lift: func(f *faultLab) error {
-		time.Sleep(2 * time.Second) // it is down before it is up again
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			ctx, cancel := context.WithTimeout(f.ctx, 5*time.Second)
-			_, err := f.kube.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
-			cancel()
-			if err == nil {
-				return nil
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("kube-apiserver not ready within 3m: %w", err)
-			}
-			time.Sleep(time.Second)
-		}
-	},
+	lift: func(f *faultLab) error { return f.apiServerReady() },
 }
 
 var opPodDeleted = fault{
@@ -294,32 +279,8 @@ func (f *faultLab) applyBackend(cond string) (*moment, error) {
 var applyLockWait = phase{
 	name: "Apply (a statement waiting on a lock)",
 	hold: func(f *faultLab) (func(), error) {
-		done := make(chan error, 1)
-		go func() {
-			_, err := f.superErr("SET application_name = 'faults-locker'; BEGIN; LOCK TABLE customers IN ACCESS SHARE MODE; SELECT pg_sleep(1200); COMMIT")
-			done <- err
-		}()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			out, _ := f.superErr("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.application_name = 'faults-locker' AND l.granted AND l.relation = 'customers'::regclass")
-			if strings.TrimSpace(out) == "1" {
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, errors.New("the locker session did not take its lock within 30s")
-			}
-			time.Sleep(300 * time.Millisecond)
-		}
-		return func() {
-			if _, err := f.superErr("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'faults-locker'"); err != nil {
-				f.t.Logf("release the lock: %v", err)
-			}
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				f.t.Logf("the locker session had not ended 30s after its cancel")
-			}
-		}, nil
+		return f.holdSession("faults-locker", "BEGIN; LOCK TABLE customers IN ACCESS SHARE MODE",
+			"l.granted AND l.relation = 'customers'::regclass")
 	},
 	reached: func(f *faultLab) (*moment, error) {
 		return f.applyBackend("wait_event_type = 'Lock' AND query ILIKE 'ALTER TABLE%customers%'")

@@ -80,6 +80,11 @@ type faultLab struct {
 	migDigests   []string // published migrations artifact per revision
 	migRun       int      // the revision the last migration row applied
 	migConverged int      // the last version the migration converged at
+	// What a fault changes for one run (reset before each), when the run
+	// began, and the executor image of the previous runner protocol.
+	spec        runSpec
+	runStart    time.Time
+	oldExecutor string
 }
 
 // fault is one way the bad day goes: inject starts it, down is how long it
@@ -93,6 +98,10 @@ type fault struct {
 	// fault (the active operation moved on), so its retry meets what the
 	// fault left in the database.
 	settle bool
+	// prepare changes the run's spec (f.spec) before its revision is applied.
+	prepare func(f *faultLab) error
+	// provokes are the Event reasons the run must see recorded on its subject.
+	provokes []string
 }
 
 // phase is where a fault lands: hold (if any) keeps the phase open with a
@@ -108,6 +117,9 @@ type phase struct {
 type moment struct {
 	what string
 	job  string
+	// release ends the phase's hold, for a fault that lets the operation
+	// go on while it lasts; releasing twice is releasing once.
+	release func()
 }
 
 type faultRow struct {
@@ -122,6 +134,10 @@ type faultResult struct {
 	leftovers, credentials        string
 	recover                       time.Duration
 	holds                         bool
+	// events are the warning reasons recorded on the subject during the
+	// run; provoked and missing split the fault's provokes by them.
+	events            string
+	provoked, missing []string
 }
 
 // TestFaults runs the whole fault table (make faults). With
@@ -181,6 +197,9 @@ func TestFaults(t *testing.T) {
 		migRows = some
 	}
 	results := runFaultTable(t, l, ctx, rows, migRows)
+	if os.Getenv("FAULTS_ONLY") == "" {
+		checkLabReasons(t, results)
+	}
 	table := faultTable(results, l.commit(ctx))
 	t.Logf("fault table:\n%s", table)
 	if out := os.Getenv("PTAH_FAULTS_TABLE"); out != "" {
@@ -197,6 +216,7 @@ func ciFaultRows() []faultRow {
 		{postgresStopped, observeRunning},
 		{apiServerRestarted, planRunning},
 		{opPodDeleted, applyLockWait},
+		{deadlineExpired, applyLockWait},
 	}
 }
 
@@ -205,7 +225,7 @@ func ciFaultRows() []faultRow {
 // unresolved run a person acknowledges (the path migration-uncertain-run
 // records), on a real kubelet.
 func ciMigrationRows() []migrationRow {
-	return []migrationRow{{opPodDeleted}}
+	return []migrationRow{{fault: opPodDeleted}}
 }
 
 func allFaultRows() []faultRow {
@@ -226,6 +246,9 @@ func allFaultRows() []faultRow {
 		{registryStopped, resolveClaimed},
 		{networkCut, observeRunning},
 		{networkCut, applyLockWait},
+		{deadlineExpired, applyLockWait},
+		{previousProtocol, resolveClaimed},
+		{apiServerStopped, applyLockWait},
 	}
 }
 
@@ -351,6 +374,9 @@ func (f *faultLab) teardown() {
 	_, _ = f.l.r.Output(f.ctx, "docker", "unpause", f.postgres)
 	_, _ = f.l.r.Output(f.ctx, "docker", "start", f.postgres, f.registry)
 	_, _ = f.l.r.Output(f.ctx, "docker", "network", "connect", "--ip", f.postgresIP, "kind", f.postgres)
+	if err := f.startAPIServer(); err != nil {
+		f.t.Errorf("after the fault table: %v", err)
+	}
 	_, _ = f.l.kubectlCmd(f.ctx, "", "-n", OperatorNamespace, "scale", "deployment/"+f.controller, "--replicas=1")
 	if err := f.postgresReady(); err != nil {
 		f.t.Errorf("after the fault table: %v", err)
@@ -440,10 +466,24 @@ spec:
     lockTimeout: 5m
   interval: 1h
   execution:
-    deadline: 15m
+    deadline: %s
     failureRetryInterval: 10s
-    connectTimeout: 5s
-`, faultsSchema, Namespace, databaseSecret, registryInCluster(), f.digests[rev], registrySecret, policyConfigMap)
+    connectTimeout: 5s%s
+`, faultsSchema, Namespace, databaseSecret, registryInCluster(), f.digests[rev], registrySecret, policyConfigMap, f.spec.deadlineOr("15m"), f.spec.runnerImageLine())
+}
+
+func (s runSpec) deadlineOr(def string) string {
+	if s.deadline == "" {
+		return def
+	}
+	return s.deadline
+}
+
+func (s runSpec) runnerImageLine() string {
+	if s.runnerImage == "" {
+		return ""
+	}
+	return "\n    runnerImage: " + s.runnerImage
 }
 
 func (f *faultLab) applyRevision(rev int) {
@@ -527,6 +567,15 @@ func (f *faultLab) run(r faultRow) faultResult {
 	f.runs++
 	f.plant(f.runs)
 	since := time.Now().Add(-time.Second)
+	f.runStart = since
+	f.spec = runSpec{}
+	defer func() { f.spec = runSpec{} }()
+	if r.fault.prepare != nil {
+		if err := r.fault.prepare(f); err != nil {
+			res.outcome = "prepare failed: " + err.Error()
+			return res
+		}
+	}
 	var release func()
 	if r.phase.hold != nil {
 		rel, err := r.phase.hold(f)
@@ -567,6 +616,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 	if hit.job != "" {
 		hit.what += "; " + f.recordState(hit.job)
 	}
+	hit.release = releaseOnce
 	start := time.Now()
 	if err := r.fault.inject(f, hit); err != nil {
 		res.outcome = "inject failed: " + err.Error()
@@ -605,6 +655,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 	res.credentials = f.credentialsShown()
 	res.holds = (outcome == "converged" || strings.HasPrefix(outcome, "stopped: ApplyOutcomeUnknown")) &&
 		!strings.Contains(res.outcome, "failed:") && res.appliedOnce && res.rowsIntact && res.leftovers == "none" && res.credentials == "none"
+	provoked(&res, r.fault.provokes, f.reasonsSince(faultsSchema, since))
 	return res
 }
 
@@ -941,11 +992,11 @@ func (f *faultLab) credentialsShown() string {
 func faultTable(results []faultResult, commit string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s at commit %s.\n\n", time.Now().UTC().Format("2006-01-02"), commit)
-	b.WriteString("| fault | phase | moment hit | outcome | applied once (committed of run, from PostgreSQL's log) | rows intact | left behind | credentials shown | recovery (fault end to proof) | holds |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | phase | moment hit | outcome | warning Events on the subject | applied once (committed of run, from PostgreSQL's log) | rows intact | left behind | credentials shown | recovery (fault end to proof) | holds |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s: %s | %s | %s | %s | %s | %s |\n",
-			r.fault, r.phase, cell(r.moment), cell(r.outcome), yes(r.appliedOnce), cell(r.ddl), yes(r.rowsIntact), cell(r.leftovers), cell(r.credentials),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s: %s | %s | %s | %s | %s | %s |\n",
+			r.fault, r.phase, cell(r.moment), cell(r.outcome), cell(r.events), yes(r.appliedOnce), cell(r.ddl), yes(r.rowsIntact), cell(r.leftovers), cell(r.credentials),
 			r.recover.Round(time.Second), yes(r.holds))
 	}
 	return b.String()

@@ -45,15 +45,21 @@ const (
 	migPhase        = "PtahMigration mid-run (3n committed, 3n+1 waiting in its transaction, 3n+2 not begun)"
 )
 
-type migrationRow struct{ fault fault }
+// migrationRow is a fault in run n of the migration: in the middle of its
+// Apply (phase nil), or in the phase named.
+type migrationRow struct {
+	fault fault
+	phase *migrationPhase
+}
 
 func allMigrationRows() []migrationRow {
 	return []migrationRow{
-		{managerKilled},
-		{apiServerRestarted},
-		{opPodDeleted},
-		{postgresStopped},
-		{networkCut},
+		{fault: managerKilled},
+		{fault: apiServerRestarted},
+		{fault: opPodDeleted},
+		{fault: postgresStopped},
+		{fault: networkCut},
+		{fault: apiServerStoppedRetried, phase: migObserveHeld},
 	}
 }
 
@@ -182,33 +188,15 @@ func (f *faultLab) applyMigration(n int) {
 // holdGate takes the advisory lock version 3n+1 waits for, in a superuser
 // session inside PostgreSQL's container, and returns its release.
 func (f *faultLab) holdGate(n int) (func(), error) {
-	done := make(chan error, 1)
-	go func() {
-		_, err := f.superErr(fmt.Sprintf("SET application_name = 'faults-gate'; SELECT pg_advisory_lock(%d, %d); SELECT pg_sleep(1200)", gateKey, n))
-		done <- err
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		out, _ := f.superErr(fmt.Sprintf("SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE a.application_name = 'faults-gate' AND l.locktype = 'advisory' AND l.granted AND l.classid = %d AND l.objid = %d", gateKey, n))
-		if strings.TrimSpace(out) == "1" {
-			break
-		}
-		if time.Now().After(deadline) {
-			return nil, errors.New("the gate session did not take its lock within 30s")
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	return func() {
-		// After PostgreSQL's restart the session is gone already.
-		if _, err := f.superErr("SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'faults-gate'"); err != nil {
-			f.t.Logf("release the gate: %v", err)
-		}
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			f.t.Logf("the gate session had not ended 30s after its cancel")
-		}
-	}, nil
+	return f.holdSession("faults-gate", fmt.Sprintf("SELECT pg_advisory_lock(%d, %d)", gateKey, n),
+		fmt.Sprintf("l.locktype = 'advisory' AND l.granted AND l.classid = %d AND l.objid = %d", gateKey, n))
+}
+
+// migMidRunPhase is where a migration row lands unless it names a phase.
+var migMidRunPhase = &migrationPhase{
+	name:    migPhase,
+	hold:    (*faultLab).holdGate,
+	reached: (*faultLab).migMidRun,
 }
 
 // migMidRun is the moment: the migration's Apply Job running and its
@@ -244,16 +232,21 @@ func (f *faultLab) historyLine(from int) string {
 // runMigration lands one fault in the middle of run n and checks the
 // invariants, acting as a person when the run stops unresolved.
 func (f *faultLab) runMigration(r migrationRow) faultResult {
-	res := faultResult{fault: r.fault.name, phase: migPhase}
+	p := r.phase
+	if p == nil {
+		p = migMidRunPhase
+	}
+	res := faultResult{fault: r.fault.name, phase: p.name}
 	f.migRun++
 	n := f.migRun
 	f.runs++
 	f.plant(f.runs)
 	f.plantMigrations(f.runs)
 	since := time.Now().Add(-time.Second)
-	release, err := f.holdGate(n)
+	f.runStart = since
+	release, err := p.hold(f, n)
 	if err != nil {
-		res.outcome = "could not hold the gate: " + err.Error()
+		res.outcome = "could not hold the phase: " + err.Error()
 		return res
 	}
 	released := false
@@ -268,21 +261,22 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	var hit *moment
 	deadline := time.Now().Add(5 * time.Minute)
 	for hit == nil {
-		m, err := f.migMidRun(n)
+		m, err := p.reached(f, n)
 		if err != nil {
-			f.t.Logf("looking for run %d's gate: %v", n, err)
+			f.t.Logf("looking for run %d's phase %s: %v", n, p.name, err)
 		}
 		hit = m
 		if hit == nil {
 			if time.Now().After(deadline) {
 				mg, _ := f.migration()
-				res.outcome = fmt.Sprintf("the gate of run %d never reached within 5m (phase %s, conditions %s)", n, mg.Status.Phase, conditionsLine(mg.Status.Conditions))
+				res.outcome = fmt.Sprintf("run %d never reached %s within 5m (phase %s, conditions %s)", n, p.name, mg.Status.Phase, conditionsLine(mg.Status.Conditions))
 				return res
 			}
 			time.Sleep(300 * time.Millisecond)
 		}
 	}
 	hit.what += "; " + f.recordState(hit.job)
+	hit.release = releaseOnce
 	start := time.Now()
 	if err := r.fault.inject(f, hit); err != nil {
 		res.outcome = "inject failed: " + err.Error()
@@ -338,6 +332,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	res.credentials = f.credentialsShown()
 	res.holds = converged && asks && !strings.Contains(res.outcome, "failed:") && res.appliedOnce && res.rowsIntact &&
 		res.leftovers == "none" && res.credentials == "none"
+	provoked(&res, r.fault.provokes, f.reasonsSince(faultsMigration, since))
 	return res
 }
 

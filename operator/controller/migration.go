@@ -619,8 +619,27 @@ func (r *MigrationReconciler) noResult(ctx context.Context, m *v1alpha1.PtahMigr
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
+	why := ""
+	if failed != nil {
+		why = undelivered(ctx, r.APIReader, j)
+	}
+	if why != "" {
+		next := "the operation is tried again"
+		if c.Type == v1alpha1.OperationApply {
+			next = "the run is recorded as unresolved until a reading or a person settles it"
+		}
+		warning(r.Events, m, v1alpha1.EventResultReadFailed, "ReadResult",
+			"%s operation %s has no result to read: %s; %s. Check the Job's result transport: the runner's way to the API server and its permission to create the record", c.Type, c.JobName, why, next)
+	}
 	if c.Type == v1alpha1.OperationApply {
-		return r.uncertain(ctx, m, c, fmt.Sprintf("Apply Job %s ended with no result record", c.JobName))
+		msg := fmt.Sprintf("Apply Job %s ended with no result record", c.JobName)
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		return r.uncertain(ctx, m, c, msg)
+	}
+	if why != "" {
+		return r.failed(ctx, m, c, failure{code: "result_undelivered", message: fmt.Sprintf("Job %s failed: %s", c.JobName, why), quiet: true})
 	}
 	if failed != nil {
 		return r.failed(ctx, m, c, failure{code: "job_failed", message: fmt.Sprintf("Job %s failed (%s): %s", c.JobName, failed.Reason, failed.Message)})

@@ -662,8 +662,27 @@ func (r *SchemaReconciler) noResult(ctx context.Context, s *v1alpha1.PtahSchema,
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
+	why := ""
+	if failed != nil {
+		why = undelivered(ctx, r.APIReader, j)
+	}
+	if why != "" {
+		next := "the operation is tried again"
+		if c.Type == v1alpha1.OperationApply {
+			next = "whether it changed the database is established read-only"
+		}
+		warning(r.Events, s, v1alpha1.EventResultReadFailed, "ReadResult",
+			"%s operation %s has no result to read: %s; %s. Check the Job's result transport: the runner's way to the API server and its permission to create the record", runnerOp(c.Type), c.JobName, why, next)
+	}
 	if c.Type == v1alpha1.OperationApply {
-		return r.outcomeUnknown(ctx, s, c, fmt.Sprintf("Apply Job %s ended with no result record", c.JobName), v1alpha1.ReasonJobCompleted)
+		msg := fmt.Sprintf("Apply Job %s ended with no result record", c.JobName)
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		return r.outcomeUnknown(ctx, s, c, msg, v1alpha1.ReasonJobCompleted)
+	}
+	if why != "" {
+		return r.failed(ctx, s, c, failure{code: "result_undelivered", message: fmt.Sprintf("Job %s failed: %s", c.JobName, why), quiet: true})
 	}
 	if failed != nil {
 		return r.failed(ctx, s, c, failure{code: "job_failed", message: fmt.Sprintf("Job %s failed (%s): %s", c.JobName, failed.Reason, failed.Message)})

@@ -201,3 +201,9 @@ const (
 	ExitDelivered   = 0
 	ExitUndelivered = 1
 )
+
+// UndeliveredPrefix begins the termination message of a durable runner that
+// exits ExitUndelivered; the rest says what failed (the credential wait or
+// the record's creation), so the manager can name the failed delivery
+// without reading a container log.
+const UndeliveredPrefix = "ptah-runner: no PtahResultRecord delivered: "

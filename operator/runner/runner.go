@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -77,7 +78,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 		return runLegacy(ctx, cfg, env, op, out)
 	}
 	if op == nil || op.RecordName == "" || op.Namespace == "" {
-		return out, fmt.Errorf("no record can be delivered: %s names no record and namespace (%v); the manager must set them", EnvOperation, out.Error)
+		return out, undelivered(cfg, fmt.Errorf("no record can be delivered: %s names no record and namespace (%v); the manager must set them", EnvOperation, out.Error))
 	}
 	if out.Error != nil {
 		fmt.Fprintf(cfg.Log, "runner: refusing operation %s: %s: %s\n", op.ID, out.Error.Code, out.Error.Message)
@@ -85,7 +86,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 
 	c, err := waitForCredential(ctx, cfg, env, op.Namespace)
 	if err != nil {
-		return out, err
+		return out, undelivered(cfg, err)
 	}
 	fmt.Fprintf(cfg.Log, "runner: credential ready for %s/%s\n", op.Namespace, op.RecordName)
 
@@ -94,12 +95,28 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	}
 	rec := record(op, out)
 	if err := deliver(ctx, cfg, c, rec); err != nil {
-		return out, fmt.Errorf("create PtahResultRecord %s/%s: %w", op.Namespace, op.RecordName, err)
+		return out, undelivered(cfg, fmt.Errorf("create PtahResultRecord %s/%s: %w", op.Namespace, op.RecordName, err))
 	}
 	out.Record = rec
 	fmt.Fprintf(cfg.Log, "runner: delivered PtahResultRecord %s/%s (ptah exit %d%s)\n", op.Namespace, op.RecordName, out.ChildExitCode, errorSuffix(out.Error))
 	return out, nil
 }
+
+// undelivered writes why no record was delivered to the termination
+// message, where the manager reads it in the Pod's status, and returns err.
+func undelivered(cfg Config, err error) error {
+	msg := UndeliveredPrefix + err.Error()
+	if len(msg) > maxUndelivered {
+		msg = msg[:maxUndelivered]
+	}
+	if werr := os.WriteFile(cfg.TerminationLog, []byte(msg), 0o644); werr != nil {
+		fmt.Fprintf(cfg.Log, "runner: write the termination message %s: %v\n", cfg.TerminationLog, werr)
+	}
+	return err
+}
+
+// maxUndelivered bounds the message well under the kubelet's 4096 bytes.
+const maxUndelivered = 1024
 
 func (c Config) withDefaults() Config {
 	if c.TokenPath == "" {

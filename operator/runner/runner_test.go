@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -73,9 +75,14 @@ func TestRunDeliversNothingOutsideAPod(t *testing.T) {
 		"no record to write": {[]string{EnvProtocol + "=" + ProtocolVersion}, "names no record"},
 		"no API server":      {[]string{EnvProtocol + "=" + ProtocolVersion, EnvOperation + "=" + string(op)}, ErrCredential + ":"},
 	} {
-		out, err := Run(context.Background(), Config{Environ: tc.environ, Ptah: "/nonexistent/ptah", CredentialTimeout: time.Second})
+		termination := filepath.Join(t.TempDir(), "termination-log")
+		out, err := Run(context.Background(), Config{Environ: tc.environ, Ptah: "/nonexistent/ptah", CredentialTimeout: time.Second, TerminationLog: termination})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", name, err, tc.want)
+		}
+		// The Pod's termination message says what failed, for the manager.
+		if msg, _ := os.ReadFile(termination); !strings.HasPrefix(string(msg), UndeliveredPrefix) || !strings.Contains(string(msg), tc.want) {
+			t.Errorf("%s: termination message %q, want %q and %q", name, msg, UndeliveredPrefix, tc.want)
 		}
 		if out.ChildExitCode != -1 {
 			t.Errorf("%s: ptah ran (exit %d)", name, out.ChildExitCode)
