@@ -27,7 +27,9 @@ rel AS (
   WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_class'::regclass AND ext.objid = c.oid)
 ),
 owned AS (
-  SELECT d.objid AS seq, d.deptype, r.relname AS tbl, r.qname || '.' || quote_ident(a.attname) AS col
+  SELECT d.objid AS seq, d.deptype, r.relname AS tbl, r.qname || '.' || quote_ident(a.attname) AS col,
+         EXISTS (SELECT 1 FROM pg_attrdef ad JOIN pg_depend dd ON dd.classid = 'pg_attrdef'::regclass AND dd.objid = ad.oid
+                 WHERE ad.adrelid = d.refobjid AND ad.adnum = d.refobjsubid AND dd.refclassid = 'pg_class'::regclass AND dd.refobjid = d.objid) AS serial
   FROM pg_depend d
   JOIN rel r ON r.oid = d.refobjid
   JOIN pg_attribute a ON a.attrelid = d.refobjid AND a.attnum = d.refobjsubid
@@ -215,9 +217,14 @@ FROM rel r JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.
 WHERE r.relkind IN ('v', 'm', 'c', 'f') AND col_description(r.oid, a.attnum) IS NOT NULL
 UNION ALL
 -- sequences are planned here (atlas reads only a serial column's); a
--- serial's own sequence is created and dropped by atlas with its column.
-SELECT 'sequence', CASE WHEN o.col IS NOT NULL THEN 'owned by ' || o.col ELSE r.qname END, sp.p, false, coalesce(o.tbl, ''), r.qname, NULL::text
-FROM rel r JOIN seqparams sp ON sp.seqrelid = r.oid LEFT JOIN owned o ON o.seq = r.oid
+-- serial's own sequence (owned by a column whose default is its nextval,
+-- named as atlas reads a serial's) is created and dropped by atlas with
+-- its column. Any other sequence is the desired SQL's: by its name, its
+-- owner a property.
+SELECT 'sequence', CASE WHEN atlas THEN 'owned by ' || o.col ELSE r.qname END,
+       sp.p || CASE WHEN o.col IS NOT NULL AND NOT atlas THEN ' ownedby=' || o.col ELSE '' END, false, coalesce(o.tbl, ''), r.qname, NULL::text
+FROM rel r JOIN seqparams sp ON sp.seqrelid = r.oid LEFT JOIN owned o ON o.seq = r.oid,
+     LATERAL (SELECT coalesce(o.serial AND r.relname ~ '^[A-Za-z0-9_$]+_[A-Za-z0-9_$]+_seq$', false) AS atlas) k
 WHERE r.relkind = 'S' AND coalesce(o.deptype, 'a') <> 'i'
 UNION ALL
 -- identity columns, with their sequence's options, which atlas loses

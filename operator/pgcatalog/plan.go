@@ -819,21 +819,46 @@ func seqClause(m map[string]string, set bool) string {
 // sequenceSteps plans a sequence. A serial column's own sequence is created
 // and dropped by atlas with its column; only its options are changed here
 // (its type follows a column changed from serial to bigserial only so).
+// Any other sequence's owning column is let go before atlas's statements
+// (which may drop that column, and a column takes its sequence with it)
+// and set after them (which may create it).
 func sequenceSteps(d Difference, before, after []Step) ([]Step, []Step) {
 	o := d.Object()
 	owned := strings.HasPrefix(o.Name, "owned by ")
+	ownedBy := func(x *Object) string {
+		if x == nil {
+			return ""
+		}
+		return seqOptions(x.Def)["ownedby"]
+	}
+	live, desired := ownedBy(d.Live), ownedBy(d.Desired)
+	if d.Live != nil && live != "" && live != desired && d.Desired != nil {
+		before = append(before, Step{SQL: "ALTER SEQUENCE " + d.Live.Ident + " OWNED BY NONE",
+			Reason: "releases " + o.String() + " from column " + live, kind: "sequence"})
+	}
 	switch {
 	case d.Live != nil && d.Desired != nil:
-		m := seqOptions(d.Desired.Def)
-		after = append(after, Step{SQL: "ALTER SEQUENCE " + d.Live.Ident + " AS " + m["type"] + " " + seqClause(m, false),
-			Reason: "changes the options of " + o.String(), Validates: true, kind: "sequence", Table: o.Table})
+		lm, dm := seqOptions(d.Live.Def), seqOptions(d.Desired.Def)
+		delete(lm, "ownedby")
+		delete(dm, "ownedby")
+		if fmt.Sprint(lm) != fmt.Sprint(dm) {
+			after = append(after, Step{SQL: "ALTER SEQUENCE " + d.Live.Ident + " AS " + dm["type"] + " " + seqClause(dm, false),
+				Reason: "changes the options of " + o.String(), Validates: true, kind: "sequence", Table: o.Table})
+		}
 	case owned:
 	case d.Desired != nil:
 		m := seqOptions(d.Desired.Def)
 		before = append(before, Step{SQL: "CREATE SEQUENCE " + d.Desired.Ident + " AS " + m["type"] + " " + seqClause(m, false),
 			Reason: "creates " + o.String(), kind: "sequence", name: d.Desired.Ident})
+	case live != "":
+		// Dropped with its column, if atlas dropped that.
+		after = append(after, Step{SQL: "DROP SEQUENCE IF EXISTS " + d.Live.Ident, Reason: "drops " + o.String(), Drops: true, kind: "sequence"})
 	default:
 		after = append(after, Step{SQL: "DROP SEQUENCE " + d.Live.Ident, Reason: "drops " + o.String(), Drops: true, kind: "sequence"})
+	}
+	if d.Desired != nil && desired != "" && desired != live {
+		after = append(after, Step{SQL: "ALTER SEQUENCE " + d.Desired.Ident + " OWNED BY " + desired,
+			Reason: "makes " + o.String() + " owned by column " + desired, kind: "sequence"})
 	}
 	return before, after
 }

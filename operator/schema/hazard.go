@@ -100,6 +100,10 @@ func hazardsOf(c sqlschema.Change, cmd string) []Hazard {
 		for _, sub := range c.Changes {
 			tablePartHazards(s, sub, cmd)
 		}
+	case *sqlschema.ModifyColumn:
+		// atlas's statements beside the ALTER TABLE of a serial column
+		// (its sequence created or dropped) name the column change alone.
+		tablePartHazards(s, c, cmd)
 	}
 	return s.list()
 }
@@ -191,8 +195,13 @@ func uniqueOrExclude(attrs []sqlschema.Attr) (*postgres.Constraint, bool) {
 }
 
 func columnHazards(s hazardSet, c *sqlschema.ModifyColumn, cmd string) {
-	if strings.HasPrefix(cmd, "CREATE SEQUENCE") || strings.HasPrefix(cmd, "DROP SEQUENCE") {
+	switch {
+	case strings.HasPrefix(cmd, "CREATE SEQUENCE"):
 		// The serial's own sequence, beside the ALTER TABLE.
+		return
+	case strings.HasPrefix(cmd, "DROP SEQUENCE"):
+		// A serial become a plain integer: its sequence's position goes.
+		s.add(HazardDeletesData)
 		return
 	}
 	k := c.Change &^ sqlschema.ChangeComment
@@ -200,8 +209,7 @@ func columnHazards(s hazardSet, c *sqlschema.ModifyColumn, cmd string) {
 		return
 	}
 	s.add(HazardAccessExclusiveLock)
-	if k.Is(sqlschema.ChangeType) {
-		from, to := c.From.Type.Type, c.To.Type.Type
+	if from, to := unserial(c.From.Type.Type), unserial(c.To.Type.Type); k.Is(sqlschema.ChangeType) && !sameInteger(from, to) {
 		if rejects(from, to) {
 			s.add(HazardMayFail)
 		}
@@ -219,6 +227,34 @@ func columnHazards(s hazardSet, c *sqlschema.ModifyColumn, cmd string) {
 	if k.Is(sqlschema.ChangeGenerated) && sqlxHas(c.To.Attrs, &sqlschema.GeneratedExpr{}) {
 		s.add(HazardRewritesTable)
 	}
+}
+
+// unserial is the integer type a serial type stores its values as: a
+// serial become an integer (or back) keeps every value as it is.
+func unserial(t sqlschema.Type) sqlschema.Type {
+	if st, ok := t.(*postgres.SerialType); ok {
+		return &sqlschema.IntegerType{T: map[string]string{postgres.TypeSmallSerial: postgres.TypeSmallInt, postgres.TypeBigSerial: postgres.TypeBigInt}[st.T]}
+	}
+	return t
+}
+
+// sameInteger says whether from and to are the same integer type.
+func sameInteger(from, to sqlschema.Type) bool {
+	f, ok1 := from.(*sqlschema.IntegerType)
+	t, ok2 := to.(*sqlschema.IntegerType)
+	return ok1 && ok2 && intName(f.T) == intName(t.T)
+}
+
+func intName(t string) string {
+	switch strings.ToLower(t) {
+	case "", postgres.TypeInteger, postgres.TypeInt, postgres.TypeInt4, postgres.TypeSerial:
+		return postgres.TypeInteger
+	case postgres.TypeSmallInt, postgres.TypeInt2, postgres.TypeSmallSerial:
+		return postgres.TypeSmallInt
+	case postgres.TypeBigInt, postgres.TypeInt8, postgres.TypeBigSerial:
+		return postgres.TypeBigInt
+	}
+	return t
 }
 
 // rejects reports whether some value of type from is refused by type to:
@@ -432,6 +468,10 @@ func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 		// SET DEFAULT are ALTER TABLE under its lock.
 		if st.Table != "" {
 			s.add(HazardAccessExclusiveLock)
+		}
+		if st.Kind() == "identity" && strings.HasSuffix(st.SQL, " DROP IDENTITY") {
+			// The identity's sequence, and so its position, goes with it.
+			s.add(HazardDeletesData)
 		}
 	case "sequence":
 		if st.Drops {

@@ -402,7 +402,7 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			reason = "creates an index of new table " + t.T.Name
 		}
 		hs := hazardsOf(c.Source, c.Cmd)
-		p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
+		p.Statements = append(p.Statements, Statement{SQL: serialSequence(c), Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
 	for _, c := range cmp.plan.Changes {
 		if c.Cmd != "" && newType(c) {
@@ -431,6 +431,26 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err
+}
+
+// serialSequence is c's statement, but for the sequence atlas creates for
+// a column become serial: atlas writes no type for it, so it would be a
+// bigint sequence where PostgreSQL gives a serial (and smallserial) one of
+// the column's type.
+func serialSequence(c *migrate.Change) string {
+	m, ok := c.Source.(*sqlschema.ModifyColumn)
+	if !ok || !strings.HasPrefix(c.Cmd, "CREATE SEQUENCE IF NOT EXISTS ") || !strings.Contains(c.Cmd, " OWNED BY ") {
+		return c.Cmd
+	}
+	st, ok := m.To.Type.Type.(*postgres.SerialType)
+	if !ok {
+		return c.Cmd
+	}
+	typ := map[string]string{postgres.TypeSmallSerial: postgres.TypeSmallInt, postgres.TypeSerial: postgres.TypeInteger, postgres.TypeBigSerial: postgres.TypeBigInt}[strings.ToLower(st.T)]
+	if typ == "" {
+		return c.Cmd
+	}
+	return strings.Replace(c.Cmd, " OWNED BY ", " AS "+typ+" OWNED BY ", 1)
 }
 
 // createOrder puts a schema's objects (views, triggers, ...) after those of
