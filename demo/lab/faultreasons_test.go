@@ -131,12 +131,12 @@ func (f *faultLab) stopAPIServer() error {
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		_, _ = f.l.d.Exec(f.ctx, f.node, nil, "pkill", "-KILL", "-x", "kube-apiserver")
-		out, err := f.l.d.Exec(f.ctx, f.node, nil, "crictl", "ps", "-q", "--state", "running", "--name", "^kube-apiserver$")
-		if err == nil && strings.TrimSpace(out) == "" {
+		all, running, err := f.containers(`labels."io.kubernetes.container.name"==kube-apiserver`)
+		if err == nil && running == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("a kube-apiserver container still runs 90s after its manifest was moved aside: %q %v", out, err)
+			return fmt.Errorf("a kube-apiserver container still runs 90s after its manifest was moved aside (%d of %d running): %v", running, all, err)
 		}
 		time.Sleep(time.Second)
 	}
@@ -167,14 +167,39 @@ func (f *faultLab) apiServerReady() error {
 	}
 }
 
+// containers counts the node's containers matching a ctr filter, and those
+// of them whose task runs: the node has containerd's ctr, not crictl.
+func (f *faultLab) containers(filter string) (all, running int, err error) {
+	ids, err := f.l.d.Exec(f.ctx, f.node, nil, "ctr", "--namespace=k8s.io", "containers", "ls", "-q", filter)
+	if err != nil {
+		return 0, 0, fmt.Errorf("list containers %s in node %s: %w", filter, f.node, err)
+	}
+	tasks, err := f.l.d.Exec(f.ctx, f.node, nil, "ctr", "--namespace=k8s.io", "tasks", "ls")
+	if err != nil {
+		return 0, 0, fmt.Errorf("list tasks in node %s: %w", f.node, err)
+	}
+	live := map[string]bool{}
+	for _, line := range strings.Split(tasks, "\n") {
+		if fs := strings.Fields(line); len(fs) == 3 && fs[2] == "RUNNING" {
+			live[fs[0]] = true
+		}
+	}
+	for _, id := range strings.Fields(ids) {
+		all++
+		if live[id] {
+			running++
+		}
+	}
+	return all, running, nil
+}
+
 // runnerExited waits, through the node's container runtime (the API server
 // is down), until the runner container of pod has exited.
 func (f *faultLab) runnerExited(pod string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		out, err := f.l.d.Exec(f.ctx, f.node, nil, "crictl", "ps", "-a", "-q", "--state", "exited", "--name", "^runner$",
-			"--label", "io.kubernetes.pod.name="+pod)
-		if err == nil && strings.TrimSpace(out) != "" {
+		all, running, err := f.containers(`labels."io.kubernetes.container.name"==runner,labels."io.kubernetes.pod.name"==` + pod)
+		if err == nil && all > 0 && running == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
