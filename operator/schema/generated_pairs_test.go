@@ -30,16 +30,22 @@ type genSchema struct {
 }
 
 type genTable struct {
-	name    string
-	idKind  string // "int", "serial", "identity"
-	cols    []genCol
-	checks  []string // column names with a check on them
-	indexes []genIndex
-	comment string
+	name   string
+	idKind string // "int", "serial", "identity"
+	// g is column g's kind: "" (none), "stored" (GENERATED ALWAYS AS
+	// (id * 2) STORED) or "plain" (a bigint).
+	g           string
+	fillfactor  int // 0: the default
+	replicaFull bool
+	cols        []genCol
+	checks      []string // column names with a check on them
+	indexes     []genIndex
+	comment     string
 }
 
 type genCol struct {
 	name, typ, def, comment string
+	collate                 string // "C" or "POSIX" on a string type, or ""
 	notNull                 bool
 }
 
@@ -146,10 +152,17 @@ func drawCol(t *rapid.T, s *genSchema, name string) genCol {
 		c.def = rapid.SampledFrom(genDefaults[c.typ]).Draw(t, "default")
 	}
 	c.notNull = c.def != "" && rapid.Bool().Draw(t, "not null")
+	if collatable(c.typ) {
+		c.collate = rapid.SampledFrom([]string{"", "", "C", "POSIX"}).Draw(t, "collation")
+	}
 	if rapid.IntRange(0, 4).Draw(t, "comment?") == 0 {
 		c.comment = "column " + name
 	}
 	return c
+}
+
+func collatable(typ string) bool {
+	return typ == "text" || strings.HasPrefix(typ, "character varying")
 }
 
 func drawTable(t *rapid.T, s *genSchema, name string) *genTable {
@@ -166,6 +179,9 @@ func drawTable(t *rapid.T, s *genSchema, name string) *genTable {
 	if rapid.IntRange(0, 3).Draw(t, "table comment?") == 0 {
 		tb.comment = "table " + name
 	}
+	tb.g = rapid.SampledFrom([]string{"", "", "stored", "plain"}).Draw(t, "g")
+	tb.fillfactor = rapid.SampledFrom([]int{0, 0, 70}).Draw(t, "fillfactor")
+	tb.replicaFull = rapid.IntRange(0, 3).Draw(t, "replica identity full?") == 0
 	return tb
 }
 
@@ -203,6 +219,7 @@ func edit(t *rapid.T, s *genSchema, n int) string {
 		"add table", "drop table", "add column", "drop column", "retype column", "toggle not null",
 		"change default", "toggle check", "toggle index", "toggle unique", "toggle comment", "id kind",
 		"enum add value", "enum drop value", "sequence", "owned by", "view", "rename column",
+		"collation", "generated", "fillfactor", "replica identity",
 	}).Draw(t, "edit")
 	cname := rapid.SampledFrom(tb.colNames()).Draw(t, "column")
 	c := tb.col(cname)
@@ -229,6 +246,7 @@ func edit(t *rapid.T, s *genSchema, n int) string {
 		if !s.uses(tb.name, cname) {
 			c.typ = rapid.SampledFrom(s.typesOK()).Draw(t, "new type")
 			c.def = ""
+			c.collate = ""
 			c.notNull = false
 			tb.checks = slices.DeleteFunc(tb.checks, func(x string) bool { return x == cname })
 		}
@@ -263,6 +281,16 @@ func edit(t *rapid.T, s *genSchema, n int) string {
 		} else {
 			c.comment = ""
 		}
+	case "collation":
+		if collatable(c.typ) {
+			c.collate = rapid.SampledFrom([]string{"", "C", "POSIX"}).Draw(t, "new collation")
+		}
+	case "generated":
+		tb.g = rapid.SampledFrom([]string{"", "stored", "plain"}).Draw(t, "new g")
+	case "fillfactor":
+		tb.fillfactor = rapid.SampledFrom([]int{0, 50, 70}).Draw(t, "new fillfactor")
+	case "replica identity":
+		tb.replicaFull = !tb.replicaFull
 	case "id kind":
 		tb.idKind = rapid.SampledFrom([]string{"int", "serial", "identity"}).Draw(t, "new id")
 	case "enum add value":
@@ -343,6 +371,9 @@ func (s *genSchema) sql() string {
 		fmt.Fprintf(&b, "CREATE TABLE %s (\n  id %s PRIMARY KEY", t.name, id)
 		for _, c := range t.cols {
 			fmt.Fprintf(&b, ",\n  %s %s", c.name, c.typ)
+			if c.collate != "" {
+				fmt.Fprintf(&b, " COLLATE \"%s\"", c.collate)
+			}
 			if c.def != "" {
 				fmt.Fprintf(&b, " DEFAULT %s", c.def)
 			}
@@ -350,12 +381,25 @@ func (s *genSchema) sql() string {
 				b.WriteString(" NOT NULL")
 			}
 		}
+		switch t.g {
+		case "stored":
+			b.WriteString(",\n  g bigint GENERATED ALWAYS AS (id * 2) STORED")
+		case "plain":
+			b.WriteString(",\n  g bigint")
+		}
 		for _, ch := range t.checks {
 			if c := t.col(ch); c != nil {
 				fmt.Fprintf(&b, ",\n  CHECK (%s)", fmt.Sprintf(genChecks[c.typ], ch))
 			}
 		}
-		b.WriteString("\n);\n")
+		b.WriteString("\n)")
+		if t.fillfactor > 0 {
+			fmt.Fprintf(&b, " WITH (fillfactor = %d)", t.fillfactor)
+		}
+		b.WriteString(";\n")
+		if t.replicaFull {
+			fmt.Fprintf(&b, "ALTER TABLE %s REPLICA IDENTITY FULL;\n", t.name)
+		}
 		for _, i := range t.indexes {
 			u := ""
 			if i.unique {

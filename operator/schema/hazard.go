@@ -278,26 +278,81 @@ func rejects(from, to sqlschema.Type) bool {
 	return !widens(from, to)
 }
 
-// loses reports whether converting from to to rounds or truncates values
-// rather than refusing them: a smaller numeric scale, double to real,
-// a timestamp to a date or to less precision.
+// loses reports whether some value of type from converts to type to
+// without an error and does not convert back to itself (1.25 to 1, 7 to
+// true, '012' to 12, a timestamp to a date): the value the row held is
+// gone. A conversion that keeps every value or refuses it (bigint to
+// integer, text to varchar(4), text to an enum) loses nothing; rejects
+// says whether it may refuse.
 func loses(from, to sqlschema.Type) bool {
+	if widens(from, to) {
+		return false
+	}
+	if t, ok := to.(*sqlschema.StringType); ok && (t.T == postgres.TypeText || t.T == postgres.TypeCharVar) {
+		// Every value prints as text, and a bounded varchar refuses one
+		// too long instead of cutting it.
+		return false
+	}
 	switch f := from.(type) {
+	case *sqlschema.IntegerType:
+		switch t := to.(type) {
+		case *sqlschema.IntegerType, *sqlschema.DecimalType:
+			// Exact, or refused as out of range.
+			return false
+		case *sqlschema.FloatType:
+			// A real holds integers to 2^24 exactly, a double to 2^53.
+			return !(floatBits(t) == 64 && intRank(f.T) <= 2 || intRank(f.T) == 1)
+		}
+	case *sqlschema.BoolType:
+		if _, ok := to.(*sqlschema.IntegerType); ok {
+			return false // 1 and 0
+		}
 	case *sqlschema.DecimalType:
-		t, ok := to.(*sqlschema.DecimalType)
-		return ok && t.Precision > 0 && (f.Precision == 0 || t.Scale < f.Scale)
+		switch t := to.(type) {
+		case *sqlschema.DecimalType:
+			return t.Precision > 0 && (f.Precision == 0 || t.Scale < f.Scale)
+		case *sqlschema.IntegerType:
+			// 1.25 becomes 1; a scale of 0 is exact, or out of range.
+			return f.Precision == 0 || f.Scale > 0
+		case *sqlschema.FloatType:
+			// A float keeps 6 or 15 significant digits.
+			return f.Precision == 0 || f.Precision > map[int]int{32: 6, 64: 15}[floatBits(t)]
+		}
 	case *sqlschema.FloatType:
-		t, ok := to.(*sqlschema.FloatType)
-		return ok && floatBits(f) > floatBits(t)
+		if t, ok := to.(*sqlschema.FloatType); ok {
+			return floatBits(f) > floatBits(t)
+		}
 	case *sqlschema.TimeType:
 		t, ok := to.(*sqlschema.TimeType)
 		if !ok {
-			return false
+			return true
 		}
 		if t.T == postgres.TypeDate {
 			return f.T != postgres.TypeDate
 		}
-		return precision(t) < precision(f)
+		if timeOfDay(t.T) && !timeOfDay(f.T) {
+			// A timestamp become a time of day loses its date.
+			return true
+		}
+		return f.T != postgres.TypeDate && precision(t) < precision(f)
+	case *sqlschema.StringType:
+		if _, ok := to.(*sqlschema.EnumType); ok {
+			// An enum takes its labels exactly or refuses the value.
+			return false
+		}
+	case *sqlschema.JSONType:
+		t, ok := to.(*sqlschema.JSONType)
+		return !ok || strings.EqualFold(f.T, postgres.TypeJSON) && !strings.EqualFold(t.T, postgres.TypeJSON)
+	}
+	// Anything else, as text read into another type ('012' as 12, 'yes'
+	// as true, JSON as jsonb normalises it), may not read back the same.
+	return true
+}
+
+func timeOfDay(t string) bool {
+	switch strings.ToLower(t) {
+	case postgres.TypeTime, postgres.TypeTimeTZ, postgres.TypeTimeWOTZ, postgres.TypeTimeWTZ:
+		return true
 	}
 	return false
 }

@@ -39,4 +39,30 @@ var schemaPairRegressions = []struct{ name, before, after string }{
 		before: "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, c0 integer, c1 text);\nCREATE SEQUENCE s0 OWNED BY t0.c0;\n",
 		after:  "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, c1 text);\nCREATE SEQUENCE s0;\n",
 	},
+	{
+		// numeric(10,2) become bigint rounds 1.25 to 1; planned as safe.
+		name:   "a numeric with a scale becomes an integer",
+		before: "CREATE TABLE t1 (id integer NOT NULL PRIMARY KEY, c1 numeric(10,2));\n",
+		after:  "CREATE TABLE t1 (id integer NOT NULL PRIMARY KEY, c1 bigint);\n",
+	},
+	{
+		// integer become boolean (USING c1::boolean) turns 2000000000
+		// into true; planned as safe.
+		name:   "an integer becomes a boolean",
+		before: "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, c1 integer DEFAULT 42);\n",
+		after:  "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, c1 boolean);\n",
+	},
+	{
+		// A plain column become generated: atlas has no statement for it
+		// and its error ended the plan as internal; refused with a reason.
+		name:   "a plain column becomes generated",
+		before: "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, g bigint);\n",
+		after:  "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, g bigint GENERATED ALWAYS AS (id * 2) STORED);\n",
+	},
+	{
+		// The same refusal for a changed generation expression.
+		name:   "a generation expression changes",
+		before: "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, g bigint GENERATED ALWAYS AS (id * 2) STORED);\n",
+		after:  "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, g bigint GENERATED ALWAYS AS (id * 3) STORED);\n",
+	},
 }

@@ -274,6 +274,9 @@ func diff(ctx context.Context, live, desired *side, opts Options) (*comparison, 
 		if err := partitionKeyChanged(l.name, l.schema, d.schema); err != nil {
 			return nil, err
 		}
+		if err := generationChanged(l.name, l.schema, d.schema); err != nil {
+			return nil, err
+		}
 		c, err := drv.SchemaDiff(l.schema, d.schema)
 		if err != nil {
 			return nil, fmt.Errorf("diff %s against the desired schema: %w", l.name, err)
