@@ -27,12 +27,14 @@ func Behind(p *Partition) PostgresOption { return func(o *postgresOptions) { o.n
 
 // Partition is a network namespace linked to this one by a veth pair: a
 // server started in it (Behind) is reached at ServerAddr from ClientAddr.
-// Cut makes the namespace drop everything it would send back, the way a
-// network partition looks to a client: no refusal, no reset, only
-// silence; Heal lifts it. Needs root and iproute2.
+// Cut takes the namespace's end of the link down, the way a network
+// partition looks to both ends: every packet each way is dropped, with no
+// refusal and no reset, only silence; Heal lifts it. Needs root and
+// iproute2.
 type Partition struct {
 	Name                   string
 	ServerAddr, ClientAddr string
+	peer                   string
 	t                      testing.TB
 }
 
@@ -48,8 +50,8 @@ func NewPartition(t testing.TB) *Partition {
 	b := []byte(id)
 	third, fourth := int(b[0]+b[1])%250, (int(b[2]+b[3])%60)*4
 	p := &Partition{Name: "ptah-" + id, ServerAddr: fmt.Sprintf("10.200.%d.%d", third, fourth+2),
-		ClientAddr: fmt.Sprintf("10.200.%d.%d", third, fourth+1), t: t}
-	host, peer := "pv"+id+"a", "pv"+id+"b"
+		ClientAddr: fmt.Sprintf("10.200.%d.%d", third, fourth+1), peer: "pv" + id + "b", t: t}
+	host, peer := "pv"+id+"a", p.peer
 	p.ip("netns", "add", p.Name)
 	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", p.Name).Run() })
 	p.ip("link", "add", host, "type", "veth", "peer", "name", peer)
@@ -63,11 +65,12 @@ func NewPartition(t testing.TB) *Partition {
 	return p
 }
 
-// Cut drops every packet the namespace sends to the client.
-func (p *Partition) Cut() { p.ip("-n", p.Name, "route", "add", "blackhole", p.ClientAddr+"/32") }
+// Cut drops every packet between the namespace and the client, both ways.
+func (p *Partition) Cut() { p.ip("-n", p.Name, "link", "set", p.peer, "down") }
 
-// Heal lets them through again.
-func (p *Partition) Heal() { p.ip("-n", p.Name, "route", "del", "blackhole", p.ClientAddr+"/32") }
+// Heal lets them through again (the address stays; its route comes back
+// with the link).
+func (p *Partition) Heal() { p.ip("-n", p.Name, "link", "set", p.peer, "up") }
 
 func (p *Partition) ip(args ...string) {
 	p.t.Helper()

@@ -35,6 +35,9 @@ type Postgres struct {
 	// (logging_collector is off), removed with the cluster.
 	LogFile string
 	dataDir string
+	// socketDir holds the server's unix socket, which a partition of its
+	// network does not cut.
+	socketDir string
 }
 
 // StartPostgres initialises a cluster in a temporary directory, starts it on
@@ -66,7 +69,7 @@ func StartPostgres(t testing.TB, opts ...PostgresOption) *Postgres {
 	if o.netns != nil {
 		host = o.netns.ServerAddr
 	}
-	p := &Postgres{Host: host, SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data"), LogFile: filepath.Join(dir, "server.log")}
+	p := &Postgres{Host: host, SuperPassword: randomHex(12), dataDir: filepath.Join(dir, "data"), LogFile: filepath.Join(dir, "server.log"), socketDir: dir}
 	pwfile := filepath.Join(dir, "pw")
 	if err := os.WriteFile(pwfile, []byte(p.SuperPassword+"\n"), 0o600); err != nil {
 		t.Fatalf("testenv: %v", err)
@@ -175,6 +178,12 @@ func (p *Postgres) URL(user, password, db string) string {
 	u := url.URL{Scheme: "postgres", User: url.UserPassword(user, password),
 		Host: net.JoinHostPort(p.Host, strconv.Itoa(p.Port)), Path: "/" + db, RawQuery: "sslmode=disable"}
 	return u.String()
+}
+
+// SocketURL connects as the superuser to database db over the server's
+// unix socket: the way in that stays open while its network is cut.
+func (p *Postgres) SocketURL(db string) string {
+	return fmt.Sprintf("host=%s port=%d user=postgres dbname=%s sslmode=disable", p.socketDir, p.Port, db)
 }
 
 // SuperURL connects as the superuser to database db.

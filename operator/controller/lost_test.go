@@ -15,7 +15,7 @@ import (
 )
 
 // TestALostDatabaseIsReportedLost cuts the target off (a real partition:
-// its server's network namespace drops every packet it sends back) while a
+// its server's network namespace drops every packet, both ways) while a
 // PtahMigration's Apply waits on the database for the ptah writer lock
 // another session holds. The Apply ends within the connect timeout plus
 // 30 s, not at its Job's deadline, and the migration says

@@ -93,6 +93,7 @@ func openConfig(ctx context.Context, cfg *pgx.ConnConfig, connectTimeout time.Du
 		cfg.ConnectTimeout = connectTimeout
 	}
 	cfg.DialFunc = boundedDialer(cfg.ConnectTimeout)
+	serverBounds(cfg.RuntimeParams, cfg.ConnectTimeout)
 	target := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
 	db := &DB{Target: target}
 	if check != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -62,9 +63,27 @@ func boundedDialer(connectTimeout time.Duration) func(ctx context.Context, netwo
 	return d.DialContext
 }
 
+// serverBounds asks the server to bound its end of the session the same
+// way: a client cut off mid-transaction leaves a backend that holds its
+// locks, idle in transaction, until the server's kernel gives up on it
+// (two hours by default). With these, the server ends that backend, and so
+// rolls back its transaction and releases its locks, within the bound the
+// client keeps. They are startup parameters any role may set; PostgreSQL
+// ignores them on a unix socket.
+func serverBounds(params map[string]string, connectTimeout time.Duration) {
+	user := userTimeout(connectTimeout)
+	params["tcp_keepalives_idle"] = strconv.Itoa(int(keepaliveIdle.Seconds()))
+	params["tcp_keepalives_interval"] = strconv.Itoa(int(keepaliveInterval.Seconds()))
+	params["tcp_keepalives_count"] = strconv.Itoa(int(user/keepaliveInterval) + 1)
+	params["tcp_user_timeout"] = strconv.FormatInt(user.Milliseconds(), 10)
+}
+
 // lostMidOperation reports whether err is an established session that
-// stopped answering (a timeout, a reset), not a refusal.
+// stopped answering (a timeout, a reset, or a path to the server that
+// went away under it: the kernel reports a retransmission timeout as
+// unreachable once a neighbour or router said so), not a refusal.
 func lostMidOperation(err error) bool {
 	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.ETIMEDOUT) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.ETIMEDOUT) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
 }
