@@ -277,7 +277,16 @@ func (r *SchemaReconciler) refusedOrFailed(ctx context.Context, s *v1alpha1.Ptah
 		setCondition(s, v1alpha1.ConditionDriftDetected, metav1.ConditionTrue, v1alpha1.ReasonDriftFound, msg)
 		setCondition(s, v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, msg)
 	}
+	if reason, ok := unreachable(report.Code(childCode)); ok {
+		if c.Type != v1alpha1.OperationResolve && c.Type != v1alpha1.OperationVerify {
+			setCondition(s, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, reason, child.Code+": "+child.Message)
+		}
+	}
 	switch {
+	case c.Type == v1alpha1.OperationApply && childCode == string(report.OutcomeUnknown):
+		// The session ended between the commit and its answer: never
+		// apply again on a guess, read what the database holds.
+		return r.outcomeUnknown(ctx, s, c, fmt.Sprintf("Apply Job %s lost its database session: %s", c.JobName, child.Message), v1alpha1.ReasonApplyOutcomeUnknown)
 	case childCode == string(report.ProtectedTable) && (c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof):
 		return r.protectedTableRefused(ctx, s, c, child)
 	case c.Type == v1alpha1.OperationVerify && (childCode == string(report.PolicyRefused) ||
@@ -293,11 +302,6 @@ func (r *SchemaReconciler) refusedOrFailed(ctx context.Context, s *v1alpha1.Ptah
 		warning(r.Events, s, v1alpha1.EventRunnerProtocolMismatch, "Run",
 			"the runner of %s Job %s refused it before starting ptah: %s", c.Type, c.JobName, e.Message)
 		f.quiet = true
-	}
-	if reason, ok := unreachable(report.Code(childCode)); ok {
-		if c.Type != v1alpha1.OperationResolve && c.Type != v1alpha1.OperationVerify {
-			setCondition(s, v1alpha1.ConditionDatabaseReachable, metav1.ConditionFalse, reason, child.Code+": "+child.Message)
-		}
 	}
 	return r.failed(ctx, s, c, f)
 }
@@ -649,7 +653,7 @@ func unreachable(code report.Code) (string, bool) {
 	switch code {
 	case report.Connection, report.Auth:
 		return v1alpha1.ReasonConnectionFailed, true
-	case report.ConnectionLost:
+	case report.ConnectionLost, report.OutcomeUnknown:
 		return v1alpha1.ReasonConnectionLost, true
 	}
 	return "", false

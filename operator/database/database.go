@@ -8,6 +8,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"net"
 	"os"
@@ -189,6 +190,30 @@ func LockSession(ctx context.Context, conn *sql.Conn, target string, timeout tim
 func IsLockTimeout(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
+// CommitError codes the error of what commits a change (a COMMIT, or a
+// statement run outside a transaction): an ERROR the server sent means it
+// did not commit, and is coded as StatementError codes it; a session that
+// ended with no answer (lost, reset, or ended by a FATAL that may come
+// after the commit was written, as a termination during a synchronous
+// commit's wait does) leaves the outcome unknown, and says so rather than
+// claim anything was rolled back.
+func CommitError(target, doing string, err error) *report.Error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Severity != "FATAL" && pgErr.Severity != "PANIC" || IsLockTimeout(err) {
+		return StatementError(target, doing, err)
+	}
+	// No answer came: whatever the error (a timeout, a reset, an end of
+	// stream), the session is gone with the answer.
+	cause := "the connection was lost mid-operation (the server stopped answering, or reset the connection)"
+	switch {
+	case errors.As(err, &pgErr):
+		cause = fmt.Sprintf("the server ended the session: %s (SQLSTATE %s)", pgErr.Message, pgErr.Code)
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		cause = "the operation was stopped (" + err.Error() + ")"
+	}
+	return report.Errorf(report.OutcomeUnknown, "%s on %s: %s before the server said whether it committed, so whether it did is unknown: read the database before applying anything again", doing, target, cause)
 }
 
 // StatementError codes an error of an established session: a lost

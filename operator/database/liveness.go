@@ -3,6 +3,7 @@ package database
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"syscall"
@@ -81,9 +82,12 @@ func serverBounds(params map[string]string, connectTimeout time.Duration) {
 // lostMidOperation reports whether err is an established session that
 // stopped answering (a timeout, a reset, or a path to the server that
 // went away under it: the kernel reports a retransmission timeout as
-// unreachable once a neighbour or router said so), not a refusal.
+// unreachable once a neighbour or router said so; or an end of stream with
+// no word from the server, which is what a read sees once another read of
+// the same socket took the timeout), not a refusal.
 func lostMidOperation(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, syscall.ETIMEDOUT) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH)
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
 }

@@ -43,6 +43,12 @@ const (
 	// or was reset, mid-operation (a partition, a server gone), as opposed
 	// to a connection that was refused or never made.
 	ConnectionLost Code = "connection_lost"
+	// OutcomeUnknown: a write's session ended (lost, or ended by the
+	// server) after it sent what commits a change (a COMMIT, or a
+	// statement that commits on its own) and before the server answered:
+	// the change may or may not have committed, and only a read of the
+	// database says which.
+	OutcomeUnknown Code = "outcome_unknown"
 	// Auth: the database or registry refused the credentials.
 	Auth Code = "auth"
 	// Permission: the database role may not do what the command needs.

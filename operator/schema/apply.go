@@ -76,7 +76,7 @@ func Apply(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptions) (*A
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
-		return nil, database.StatementError(db.Target, "commit plan "+p.Digest, err)
+		return nil, database.CommitError(db.Target, "commit plan "+p.Digest, err)
 	}
 	res.Applied, res.Fingerprint, res.Converged = true, after.fingerprint, after.fingerprint == p.DesiredFingerprint
 	return res, nil

@@ -61,11 +61,18 @@ func applyInSteps(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptio
 		return res, nil
 	}
 	committed, path := 0, ""
-	failed := func(i int, doing string, err error) error {
+	failed := func(i int, doing string, err error, commits bool) error {
 		e := database.StatementError(db.Target, doing, err)
-		if committed == 0 {
+		if commits {
+			e = database.CommitError(db.Target, doing, err)
+		}
+		switch {
+		case e.Code == report.OutcomeUnknown && committed == 0:
+		case e.Code == report.OutcomeUnknown:
+			e.Message += fmt.Sprintf("; statements 1 to %d of plan %s were committed before it", committed, p.Digest)
+		case committed == 0:
 			e.Message += "; nothing was applied"
-		} else {
+		default:
 			e.Message += fmt.Sprintf("; statements 1 to %d of plan %s were committed before it, the rest did not run: plan again from there", committed, p.Digest)
 		}
 		return e
@@ -75,34 +82,34 @@ func applyInSteps(ctx context.Context, db *database.DB, p *Plan, opts ApplyOptio
 		if s.OutsideTransaction {
 			if tx != nil {
 				if err := tx.Commit(); err != nil {
-					return nil, failed(i, "commit before "+doing, err)
+					return nil, failed(i, "commit before "+doing, err, true)
 				}
 				committed, tx = i, nil
 			}
 			if _, err := conn.ExecContext(ctx, s.SQL); err != nil {
-				return nil, failed(i, doing, err)
+				return nil, failed(i, doing, err, true)
 			}
 			committed = i + 1
 			continue
 		}
 		if tx == nil {
 			if tx, err = conn.BeginTx(ctx, nil); err != nil {
-				return nil, failed(i, "begin "+doing, err)
+				return nil, failed(i, "begin "+doing, err, false)
 			}
 			path = ""
 		}
 		if err := p.setSearchPath(ctx, tx, s, &path); err != nil {
 			tx.Rollback()
-			return nil, failed(i, "set the search path for "+doing, err)
+			return nil, failed(i, "set the search path for "+doing, err, false)
 		}
 		if _, err := tx.ExecContext(ctx, s.SQL); err != nil {
 			tx.Rollback()
-			return nil, failed(i, doing, err)
+			return nil, failed(i, doing, err, false)
 		}
 	}
 	if tx != nil {
 		if err := tx.Commit(); err != nil {
-			return nil, failed(len(p.Statements), "commit plan "+p.Digest, err)
+			return nil, failed(len(p.Statements), "commit plan "+p.Digest, err, true)
 		}
 	}
 	after, err := readState(ctx, conn, p)
