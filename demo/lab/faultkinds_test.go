@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/database"
 )
 
 // The faults, each provoked for real: no hook in the operator knows.
@@ -149,17 +153,102 @@ var registryStopped = fault{
 	},
 }
 
+// The database's network is cut inside the node, where the cluster's
+// traffic to it passes: iptables rules, marked, that drop every packet to
+// and from the database's address (a partition: no refusal, no reset).
+// Docker accepts no reconnection at a fixed address on kind's network,
+// whose IPv4 subnet is not user-configured, so the container stays put and
+// only the path is cut; the heal removes exactly the marked rules and
+// proves the path open again.
 var networkCut = fault{
-	name: "database network cut (container disconnected), then reconnected",
-	inject: func(f *faultLab, _ *moment) error {
-		_, err := f.l.r.Output(f.ctx, "docker", "network", "disconnect", "kind", f.postgres)
-		return err
-	},
-	down: 20 * time.Second,
-	lift: func(f *faultLab) error {
-		_, err := f.l.r.Output(f.ctx, "docker", "network", "connect", "--ip", f.postgresIP, "kind", f.postgres)
-		return err
-	},
+	name:   "database network cut (the node drops its packets), then healed",
+	inject: (*faultLab).cutNetwork,
+	down:   20 * time.Second,
+	lift:   (*faultLab).healNetwork,
+}
+
+// lossBound is how long ptah may take, with the fault table's connectTimeout
+// of 5s, to find a session lost (database.LostAfter), plus what the runner
+// and the manager take to deliver and record it.
+var lossBound = database.LostAfter(5*time.Second) + 30*time.Second
+
+// networkCutLasting is the cut outlasting the bound: the operator must
+// report the loss (DatabaseReachable=False) while the partition lasts, not
+// at the Job's deadline, and converge without a person after the heal.
+var networkCutLasting = fault{
+	name:    "database network cut past the loss bound (the node drops its packets), then healed",
+	inject:  (*faultLab).cutNetwork,
+	down:    lossBound + time.Minute,
+	lift:    (*faultLab).healNetwork,
+	lasting: true,
+}
+
+// cutMark tags the rules of a cut, so the heal removes exactly them and the
+// teardown finds any a failed heal left.
+const cutMark = "ptah-fault-cut"
+
+func (f *faultLab) cutNetwork(_ *moment) error {
+	for _, r := range [][]string{{"FORWARD", "-d"}, {"FORWARD", "-s"}, {"OUTPUT", "-d"}, {"INPUT", "-s"}} {
+		if _, err := f.l.d.Exec(f.ctx, f.node, nil, "iptables", "-w", "-I", r[0], "1", r[1], f.postgresIP,
+			"-m", "comment", "--comment", cutMark, "-j", "DROP"); err != nil {
+			return fmt.Errorf("cut the database's network in node %s (iptables -I %s): %w", f.node, r[0], err)
+		}
+	}
+	if f.databaseOpen(3 * time.Second) {
+		return fmt.Errorf("the node still reaches %s:5432 after the cut", f.postgresIP)
+	}
+	return nil
+}
+
+func (f *faultLab) healNetwork() error {
+	out, err := f.l.d.Exec(f.ctx, f.node, nil, "iptables", "-w", "-S")
+	if err != nil {
+		return fmt.Errorf("list the node's rules: %w", err)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) < 2 || fields[0] != "-A" || !slices.Contains(fields, cutMark) {
+			continue
+		}
+		fields[0] = "-D"
+		if _, err := f.l.d.Exec(f.ctx, f.node, nil, append([]string{"iptables", "-w"}, fields...)...); err != nil {
+			return fmt.Errorf("heal the database's network in node %s (iptables %s): %w", f.node, strings.Join(fields, " "), err)
+		}
+	}
+	if out, err := f.l.d.Exec(f.ctx, f.node, nil, "iptables", "-w", "-S"); err != nil || strings.Contains(out, cutMark) {
+		return fmt.Errorf("rules marked %s are still in node %s after the heal (%v)", cutMark, f.node, err)
+	}
+	if !f.databaseOpen(10 * time.Second) {
+		return fmt.Errorf("the node does not reach %s:5432 10s after the heal", f.postgresIP)
+	}
+	return nil
+}
+
+// databaseOpen reports whether a TCP connection from the node to the
+// database opens within timeout.
+func (f *faultLab) databaseOpen(timeout time.Duration) bool {
+	_, err := f.l.d.Exec(f.ctx, f.node, nil, "timeout", strconv.Itoa(int(timeout.Seconds())), "bash", "-c",
+		"exec 3<>/dev/tcp/"+f.postgresIP+"/5432")
+	return err == nil
+}
+
+// lossReported says, for a lasting fault, when the subject first said its
+// database was not reached (DatabaseReachable=False, set after the fault
+// began) and what it said, polling until the fault's down time is over.
+func (f *faultLab) lossReported(start time.Time, down time.Duration, conditions func() ([]metav1.Condition, error)) (time.Duration, string) {
+	for end := start.Add(down); time.Now().Before(end); time.Sleep(time.Second) {
+		cs, err := conditions()
+		if err != nil {
+			continue
+		}
+		c := meta.FindStatusCondition(cs, v1alpha1.ConditionDatabaseReachable)
+		if c != nil && c.Status == metav1.ConditionFalse && !c.LastTransitionTime.Time.Before(start.Truncate(time.Second)) {
+			took := time.Since(start)
+			time.Sleep(time.Until(end))
+			return took, c.Reason + ": " + c.Message
+		}
+	}
+	return 0, ""
 }
 
 // sameAddress puts a restarted container back at the address the lab's

@@ -102,6 +102,9 @@ type fault struct {
 	prepare func(f *faultLab) error
 	// provokes are the Event reasons the run must see recorded on its subject.
 	provokes []string
+	// lasting: the fault outlasts lossBound, and the subject must report
+	// its database unreachable within lossBound while it lasts.
+	lasting bool
 }
 
 // phase is where a fault lands: hold (if any) keeps the phase open with a
@@ -133,7 +136,11 @@ type faultResult struct {
 	appliedOnce, rowsIntact       bool
 	leftovers, credentials        string
 	recover                       time.Duration
-	holds                         bool
+	// reported is, for a lasting fault, how long after it began the
+	// subject said its database was not reached (0: it did not), and what.
+	reported     time.Duration
+	reportedWhat string
+	holds        bool
 	// events are the warning reasons recorded on the subject during the
 	// run; provoked and missing split the fault's provokes by them.
 	events            string
@@ -217,6 +224,7 @@ func ciFaultRows() []faultRow {
 		{apiServerRestarted, planRunning},
 		{opPodDeleted, applyLockWait},
 		{deadlineExpired, applyLockWait},
+		{networkCutLasting, applyLockWait},
 	}
 }
 
@@ -246,6 +254,11 @@ func allFaultRows() []faultRow {
 		{registryStopped, resolveClaimed},
 		{networkCut, observeRunning},
 		{networkCut, applyLockWait},
+		{networkCutLasting, observeRunning},
+		{networkCutLasting, planRunning},
+		{networkCutLasting, proofRunning},
+		{networkCutLasting, applyLockWait},
+		{networkCutLasting, applyCommitting},
 		{deadlineExpired, applyLockWait},
 		{previousProtocol, resolveClaimed},
 		{apiServerStopped, applyLockWait},
@@ -373,7 +386,6 @@ func runCmd(name, dir string, args ...string) run.Cmd {
 func (f *faultLab) teardown() {
 	_, _ = f.l.r.Output(f.ctx, "docker", "unpause", f.postgres)
 	_, _ = f.l.r.Output(f.ctx, "docker", "start", f.postgres, f.registry)
-	_, _ = f.l.r.Output(f.ctx, "docker", "network", "connect", "--ip", f.postgresIP, "kind", f.postgres)
 	if err := f.startAPIServer(); err != nil {
 		f.t.Errorf("after the fault table: %v", err)
 	}
@@ -381,6 +393,9 @@ func (f *faultLab) teardown() {
 	if err := f.postgresReady(); err != nil {
 		f.t.Errorf("after the fault table: %v", err)
 		return
+	}
+	if err := f.healNetwork(); err != nil {
+		f.t.Errorf("after the fault table: %v", err)
 	}
 	for _, sql := range []string{
 		`ALTER ROLE ` + appRole + ` RESET log_min_duration_statement`,
@@ -621,7 +636,10 @@ func (f *faultLab) run(r faultRow) faultResult {
 	if err := r.fault.inject(f, hit); err != nil {
 		res.outcome = "inject failed: " + err.Error()
 	}
-	time.Sleep(r.fault.down)
+	f.faultDown(r.fault, start, &res, func() ([]metav1.Condition, error) {
+		s, err := f.schema()
+		return s.Status.Conditions, err
+	})
 	if r.fault.lift != nil {
 		if err := r.fault.lift(f); err != nil {
 			res.outcome = "lift failed: " + err.Error()
@@ -654,9 +672,30 @@ func (f *faultLab) run(r faultRow) faultResult {
 	res.leftovers = f.leftovers(runner.LabelSchema + "=" + faultsSchema)
 	res.credentials = f.credentialsShown()
 	res.holds = (outcome == "converged" || strings.HasPrefix(outcome, "stopped: ApplyOutcomeUnknown")) &&
-		!strings.Contains(res.outcome, "failed:") && res.appliedOnce && res.rowsIntact && res.leftovers == "none" && res.credentials == "none"
+		!strings.Contains(res.outcome, "failed:") && res.appliedOnce && res.rowsIntact && res.leftovers == "none" && res.credentials == "none" &&
+		res.reportedInTime(r.fault)
 	provoked(&res, r.fault.provokes, f.reasonsSince(faultsSchema, since))
 	return res
+}
+
+// faultDown waits out the fault's down time; for a lasting fault it
+// watches, meanwhile, for the subject to report the loss.
+func (f *faultLab) faultDown(ft fault, start time.Time, res *faultResult, conditions func() ([]metav1.Condition, error)) {
+	if !ft.lasting {
+		time.Sleep(ft.down)
+		return
+	}
+	res.reported, res.reportedWhat = f.lossReported(start, ft.down, conditions)
+	if res.reported == 0 {
+		res.outcome = fmt.Sprintf("loss not reported: DatabaseReachable never turned False in the %s the partition lasted", ft.down)
+	} else if res.reported > lossBound {
+		res.outcome = fmt.Sprintf("loss reported late: %s after the cut, past the bound of %s", res.reported.Round(time.Second), lossBound)
+	}
+}
+
+// reportedInTime: a lasting fault's loss was reported within lossBound.
+func (r faultResult) reportedInTime(ft fault) bool {
+	return !ft.lasting || r.reported > 0 && r.reported <= lossBound
 }
 
 // noticed waits until the schema's active operation is no longer job.
@@ -992,11 +1031,15 @@ func (f *faultLab) credentialsShown() string {
 func faultTable(results []faultResult, commit string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Measured %s at commit %s.\n\n", time.Now().UTC().Format("2006-01-02"), commit)
-	b.WriteString("| fault | phase | moment hit | outcome | warning Events on the subject | applied once (committed of run, from PostgreSQL's log) | rows intact | left behind | credentials shown | recovery (fault end to proof) | holds |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	b.WriteString("| fault | phase | moment hit | outcome | loss reported (from the cut) | warning Events on the subject | applied once (committed of run, from PostgreSQL's log) | rows intact | left behind | credentials shown | recovery (fault end to proof) | holds |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range results {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s: %s | %s | %s | %s | %s | %s |\n",
-			r.fault, r.phase, cell(r.moment), cell(r.outcome), cell(r.events), yes(r.appliedOnce), cell(r.ddl), yes(r.rowsIntact), cell(r.leftovers), cell(r.credentials),
+		reported := "-"
+		if r.reported > 0 {
+			reported = r.reported.Round(time.Second).String() + ": " + r.reportedWhat
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s: %s | %s | %s | %s | %s | %s |\n",
+			r.fault, r.phase, cell(r.moment), cell(r.outcome), cell(reported), cell(r.events), yes(r.appliedOnce), cell(r.ddl), yes(r.rowsIntact), cell(r.leftovers), cell(r.credentials),
 			r.recover.Round(time.Second), yes(r.holds))
 	}
 	return b.String()

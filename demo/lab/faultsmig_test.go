@@ -59,6 +59,7 @@ func allMigrationRows() []migrationRow {
 		{fault: opPodDeleted},
 		{fault: postgresStopped},
 		{fault: networkCut},
+		{fault: networkCutLasting},
 		{fault: apiServerStoppedRetried, phase: migObserveHeld},
 	}
 }
@@ -281,7 +282,10 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	if err := r.fault.inject(f, hit); err != nil {
 		res.outcome = "inject failed: " + err.Error()
 	}
-	time.Sleep(r.fault.down)
+	f.faultDown(r.fault, start, &res, func() ([]metav1.Condition, error) {
+		m, err := f.migration()
+		return m.Status.Conditions, err
+	})
 	if r.fault.lift != nil {
 		if err := r.fault.lift(f); err != nil {
 			res.outcome = "lift failed: " + err.Error()
@@ -331,7 +335,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	res.leftovers = f.leftovers(runner.LabelMigration + "=" + faultsMigration)
 	res.credentials = f.credentialsShown()
 	res.holds = converged && asks && !strings.Contains(res.outcome, "failed:") && res.appliedOnce && res.rowsIntact &&
-		res.leftovers == "none" && res.credentials == "none"
+		res.leftovers == "none" && res.credentials == "none" && res.reportedInTime(r.fault)
 	provoked(&res, r.fault.provokes, f.reasonsSince(faultsMigration, since))
 	return res
 }
