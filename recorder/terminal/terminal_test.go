@@ -2,6 +2,7 @@ package terminal
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -21,9 +22,42 @@ func TestLines(t *testing.T) {
 		{"cursor back and forward", "ab\x1b[2Dxy\x1b[3Cz\n", []string{"xy   z"}},
 		{"erase the line", "secret\x1b[2K\rshown\n", []string{"shown"}},
 		{"erase to the end of the line", "abcdef\r\x1b[3C\x1b[K\n", []string{"abc"}},
-		{"tabs stay, other controls go", "a\tb\x07c\n", []string{"a\tbc"}},
+		{"a tab moves to the next stop, other controls go", "a\tb\x07c\n", []string{"a       bc"}},
 		{"empty lines are kept", "a\r\n\r\nb\r\n", []string{"a", "", "b"}},
 		{"invalid UTF-8 shows as replacement characters", "a\xff\xfeb\n", []string{"a\uFFFD\uFFFDb"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Lines(c.data); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Lines(%q) = %q, want %q", c.data, got, c.want)
+			}
+		})
+	}
+}
+
+// TestWhatPlayersImplement: each sequence a player implements and the old
+// line model did not moves text where a player shows it.
+func TestWhatPlayersImplement(t *testing.T) {
+	cases := []struct {
+		name string
+		data string
+		want []string
+	}{
+		{"ESC 7 saves the cursor and ESC 8 restores it", "hun\x1b7XXXX\x1b8ter2\n", []string{"hunter2"}},
+		{"CSI s saves the cursor and CSI u restores it", "hun\x1b[sXXXX\x1b[uter2\n", []string{"hunter2"}},
+		{"CSI @ inserts characters", "hunr2\x1b[2D\x1b[2@te\n", []string{"hunter2"}},
+		{"CSI P deletes characters", "hunXXter2\x1b[6D\x1b[2P\n", []string{"hunter2"}},
+		{"CSI L inserts a line", "one\r\ntwo\r\n\x1b[1A\x1b[Linserted\r\n", []string{"one", "inserted", "two"}},
+		{"CSI M deletes a line", "one\r\ntwo\r\nthree\x1b[1A\x1b[M", []string{"one", "three"}},
+		{"cursor up overwrites an earlier line", "hunXXXX\r\nnext\x1b[1A\x1b[4Gter2\n", []string{"hunter2", "next"}},
+		// What leaves the region at its top is kept above the screen.
+		{"a scroll region scrolls only its rows", "top\r\n\x1b[2;3r\x1b[2Ha\r\nb\r\nc\x1b[r\x1b[4Hbottom", []string{"a", "top", "b", "c", "bottom"}},
+		{"the alternate screen hides the main one", "main\r\n\x1b[?1049halt screen\r\n", []string{"alt screen"}},
+		{"leaving the alternate screen shows the main one again", "main\r\n\x1b[?1049halt\x1b[?1049l", []string{"main"}},
+		{"a wide character takes two columns", "日本\x1b[2Dx\n", []string{"日x"}},
+		{"overwriting half a wide character blanks it", "日本\x1b[3Dx\n", []string{" x本"}},
+		{"a cursor past the width wraps what follows", "\x1b[9999Cfar\n", []string{strings.Repeat(" ", Width-1) + "f", "ar"}},
+		{"queries are answered, not shown", "\x1b[6n\x1b[cok", []string{"ok"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
