@@ -20,8 +20,8 @@ import (
 
 const (
 	// Width and Height are the screen Lines draws on when data's lines
-	// are no wider; a wider screen is taken for wider lines, up to
-	// MaxWidth, so a long line stays one line.
+	// are no wider; a wider screen (of fewer rows) is taken for wider
+	// lines, up to MaxWidth, so a long line stays one line.
 	Width    = 80
 	Height   = 24
 	MaxWidth = 8192
@@ -116,7 +116,13 @@ func (r Row) Runs() []Run {
 // Rows(data)[i].Text() is Lines(data)[i].
 func Rows(data string) []Row {
 	data = ValidUTF8(data)
-	s := NewScreen(width(data), Height)
+	if rows, ok := plainRows(data); ok {
+		return rows
+	}
+	w := width(data)
+	// Scrolling moves every cell of the screen: a wide screen gets fewer
+	// rows, so a long line costs what a screenful does.
+	s := NewScreen(w, max(1, Width*Height/w))
 	defer s.Close()
 	var ends []int
 	off := 0
@@ -141,6 +147,39 @@ func Rows(data string) []Row {
 		}
 	}
 	return rows
+}
+
+// plainRows is Rows for printable ASCII and newlines, which an emulator
+// would show as they are, without running one: most output is such.
+func plainRows(data string) ([]Row, bool) {
+	n := 0
+	for i := 0; i < len(data); i++ {
+		if c := data[i]; c == '\n' {
+			n++
+		} else if c < 0x20 || c > 0x7e {
+			return nil, false
+		}
+	}
+	if n > ScrollbackLines {
+		return nil, false
+	}
+	rows := make([]Row, 0, n+1)
+	off := 0
+	for off < len(data) {
+		line, _, _ := strings.Cut(data[off:], "\n")
+		if len(line) >= MaxWidth {
+			return nil, false
+		}
+		end := min(off+len(line)+1, len(data))
+		line = strings.TrimRight(line, " ")
+		cells := make([]Cell, len(line))
+		for i := range line {
+			cells[i] = Cell{Text: line[i : i+1]}
+		}
+		rows = append(rows, Row{Cells: cells, End: end})
+		off = end
+	}
+	return rows, true
 }
 
 // width is the screen width that shows data's widest line unwrapped.

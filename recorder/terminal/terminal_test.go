@@ -160,3 +160,29 @@ func TestRowEndIsWhereTheLineEnded(t *testing.T) {
 		t.Errorf("Lines = %q", got)
 	}
 }
+
+// TestPlainTextIsWhatTheEmulatorShows: the shortcut for printable text
+// gives what the emulator gives.
+func TestPlainTextIsWhatTheEmulatorShows(t *testing.T) {
+	for _, data := range []string{"", "a", "a\n", "a\n\n", "\n", "one  \ntwo\n\nthree   ", strings.Repeat("x", 300) + "\ny"} {
+		plain, ok := plainRows(data)
+		if !ok {
+			t.Fatalf("%q is not plain", data)
+		}
+		// A bell is dropped by the emulator and keeps the shortcut off;
+		// it moves only the last line's end.
+		emulated := Rows(data + "\a")
+		if len(plain) != len(emulated) {
+			t.Fatalf("%q: %d plain rows, %d from the emulator", data, len(plain), len(emulated))
+		}
+		for i := range plain {
+			end := emulated[i].End
+			if i == len(plain)-1 {
+				end = min(end, len(data))
+			}
+			if plain[i].Text() != emulated[i].Text() || plain[i].End != end {
+				t.Errorf("%q row %d: plain %q ending at %d, the emulator's %q at %d", data, i, plain[i].Text(), plain[i].End, emulated[i].Text(), end)
+			}
+		}
+	}
+}
