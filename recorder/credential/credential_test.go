@@ -191,7 +191,7 @@ users:
 	}
 	sc := NewScanner(set.Credentials())
 	for _, c := range []struct{ text, kind string }{
-		{kc, "client key"},
+		{"client-key-data: " + base64.StdEncoding.EncodeToString([]byte(key)), "client key"},
 		{"-----BEGIN CERTIFICATE-----\r\nMIIBcert\r\n-----END CERTIFICATE-----\r\n", "client certificate"},
 		{"inline-token-0123456789", "token"},
 		{"file-token-0123456789", "token"},
