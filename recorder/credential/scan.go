@@ -132,11 +132,16 @@ func (s *Scanner) Scan(data []byte) *Finding {
 	if shown(data) {
 		roots = append(roots, newView(asShown, []byte(terminal.Text(string(data)))))
 	}
+	return s.scan(roots, len(data))
+}
+
+// scan looks in roots and what they decode to; size bounds the decoding.
+func (s *Scanner) scan(roots []view, size int) *Finding {
 	level := roots
 	for _, r := range roots {
 		level = append(level, rearranged(r)...)
 	}
-	budget := 64*len(data) + 1<<20
+	budget := 64*size + 1<<20
 	var all []view
 	for depth := 0; len(level) > 0; depth++ {
 		var next []view

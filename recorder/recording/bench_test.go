@@ -15,7 +15,7 @@ import (
 // benchCredentials is a lab's worth of credentials: the generated
 // passwords, the Secrets with their parts, a Helm release's blob and the
 // kubeconfig's key and certificate.
-func benchCredentials(b *testing.B) []credential.Credential {
+func benchCredentials(b testing.TB) []credential.Credential {
 	random := func(n int) string {
 		buf := make([]byte, n)
 		_, _ = rand.Read(buf)
