@@ -225,7 +225,33 @@ func (s *Screen) Close() { _ = s.e.Close() }
 // Shown is the screen as it is now, rows joined by newlines, trailing
 // blanks left out.
 func (s *Screen) Shown() string {
-	return join(s.screenRows(false))
+	// Read cell by cell into one buffer: a scan reads the screen after
+	// every chunk of a cast.
+	var b strings.Builder
+	lines := 0 // newlines owed before the next non-blank line
+	for y := range s.e.Height() {
+		if y > 0 {
+			lines++
+		}
+		blanks := 0
+		for x := range s.e.Width() {
+			c := s.e.CellAt(x, y)
+			switch {
+			case c == nil || c.Width == 0 && c.Content == "":
+			case c.Content == "" || c.Content == " ":
+				blanks++
+			default:
+				for ; lines > 0; lines-- {
+					b.WriteByte('\n')
+				}
+				for ; blanks > 0; blanks-- {
+					b.WriteByte(' ')
+				}
+				b.WriteString(c.Content)
+			}
+		}
+	}
+	return b.String()
 }
 
 // Scrolled returns the lines scrolled off the top since the last call and
@@ -279,17 +305,6 @@ func (s *Screen) rows(styled bool) []Row {
 		screen = append(screen, Row{})
 	}
 	return append(out, screen...)
-}
-
-func join(rows []Row) string {
-	var b strings.Builder
-	for i, r := range rows {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(r.Text())
-	}
-	return b.String()
 }
 
 // row reads a line's cells: a wide character's second cell is left out and

@@ -186,3 +186,20 @@ func TestPlainTextIsWhatTheEmulatorShows(t *testing.T) {
 		}
 	}
 }
+
+// TestShownIsTheScreen: the screen as Shown reads it is the screen's rows
+// as Lines reads them.
+func TestShownIsTheScreen(t *testing.T) {
+	s := NewScreen(20, 4)
+	defer s.Close()
+	s.Write("one\r\n\r\n  three 日本\x1b[3;18Hx\r\nfour\r\nfive")
+	if got, want := s.Shown(), "\n  three 日本     x\nfour\nfive"; got != want {
+		t.Errorf("Shown = %q, want %q", got, want)
+	}
+	if got := s.Scrolled(); !reflect.DeepEqual(got, []string{"one"}) {
+		t.Errorf("Scrolled = %q, want the line scrolled off", got)
+	}
+	if got := s.Scrolled(); len(got) != 0 {
+		t.Errorf("Scrolled again = %q, want nothing new", got)
+	}
+}
