@@ -30,11 +30,9 @@ const (
 )
 
 var (
-	// Runs go on over a line break, and the indentation after it, as
-	// base64 wrapped at 76 columns does.
-	base64Run = regexp.MustCompile(`[A-Za-z0-9+/_-]{4,}(?:\r?\n[ \t]*[A-Za-z0-9+/_-]+)*`)
-	base32Run = regexp.MustCompile(`[A-Z2-7]{4,}(?:\r?\n[ \t]*[A-Z2-7]+)*`)
-	hexRun    = regexp.MustCompile(`[0-9A-Fa-f]{4,}(?:\r?\n[ \t]*[0-9A-Fa-f]+)*`)
+	base64Alphabet = class("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
+	base32Alphabet = class("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
+	hexAlphabet    = class("0123456789ABCDEFabcdef")
 	escape    = regexp.MustCompile(`\\([0-7]{1,3}|x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[abfnrtv\\'"])`)
 	percent   = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
 )
@@ -61,7 +59,7 @@ func decodings(v view) []view {
 			}
 		}
 	}
-	b64 := runs(base64Run, v.data, minRun)
+	b64 := runs(base64Alphabet, v.data, minRun)
 	for k := range 4 {
 		var segs [][]byte
 		for _, run := range b64 {
@@ -71,7 +69,7 @@ func decodings(v view) []view {
 		}
 		add(at("base64", k), segs)
 	}
-	b32 := runs(base32Run, v.data, minRun)
+	b32 := runs(base32Alphabet, v.data, minRun)
 	for k := range 8 {
 		var segs [][]byte
 		for _, run := range b32 {
@@ -81,7 +79,7 @@ func decodings(v view) []view {
 		}
 		add(at("base32", k), segs)
 	}
-	hx := runs(hexRun, v.data, 2*MinLength)
+	hx := runs(hexAlphabet, v.data, 2*MinLength)
 	for k := range 2 {
 		var segs [][]byte
 		for _, run := range hx {
@@ -104,14 +102,50 @@ func decodings(v view) []view {
 	return out
 }
 
-// runs are the matches of re in b of at least n characters, whitespace
-// removed.
-func runs(re *regexp.Regexp, b []byte, n int) [][]byte {
+func class(chars string) *[256]bool {
+	var c [256]bool
+	for i := range len(chars) {
+		c[chars[i]] = true
+	}
+	return &c
+}
+
+// runs are the runs of the alphabet's characters in b, at least n long. A
+// run goes on over a line break and the indentation after it, as base64
+// wrapped at 76 columns does; the break is left out.
+func runs(alphabet *[256]bool, b []byte, n int) [][]byte {
 	var out [][]byte
-	for _, m := range re.FindAll(b, -1) {
-		if m = stripSpace(m); len(m) >= n {
-			out = append(out, m)
+	var run []byte
+	for i := 0; i < len(b); {
+		if alphabet[b[i]] {
+			j := i
+			for j < len(b) && alphabet[b[j]] {
+				j++
+			}
+			run = append(run, b[i:j]...)
+			i = j
+			// A line break and indentation, then more of the alphabet.
+			k := i
+			if k < len(b) && b[k] == '\r' {
+				k++
+			}
+			if k < len(b) && b[k] == '\n' && len(run) >= 4 {
+				k++
+				for k < len(b) && (b[k] == ' ' || b[k] == '\t') {
+					k++
+				}
+				if k < len(b) && alphabet[b[k]] {
+					i = k
+					continue
+				}
+			}
+			if len(run) >= n {
+				out = append(out, run)
+			}
+			run = nil
+			continue
 		}
+		i++
 	}
 	return out
 }

@@ -156,7 +156,11 @@ func (s *Scanner) scan(roots []view, size int) *Finding {
 				}
 			}
 		}
-		all = append(all, level...)
+		// Parts are of dumps and cuts of the text or of one decoding of
+		// it; deeper, a part would be a dump of a decoding of a decoding.
+		if depth <= 1 {
+			all = append(all, level...)
+		}
 		level = next
 	}
 	// A whole value found anywhere names it better than a part of one.
