@@ -33,8 +33,8 @@ var (
 	base64Alphabet = class("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_-")
 	base32Alphabet = class("ABCDEFGHIJKLMNOPQRSTUVWXYZ234567")
 	hexAlphabet    = class("0123456789ABCDEFabcdef")
-	escape    = regexp.MustCompile(`\\([0-7]{1,3}|x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[abfnrtv\\'"])`)
-	percent   = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
+	escape         = regexp.MustCompile(`\\([0-7]{1,3}|x[0-9A-Fa-f]{2}|u[0-9A-Fa-f]{4}|U[0-9A-Fa-f]{8}|[abfnrtv\\'"])`)
+	percent        = regexp.MustCompile(`%[0-9A-Fa-f]{2}`)
 )
 
 // decodings returns every decoding of v, one view per decoding and

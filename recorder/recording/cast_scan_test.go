@@ -1,6 +1,10 @@
 package recording
 
 import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -100,5 +104,37 @@ func TestCommittedCastsReplayClean(t *testing.T) {
 	e.Output = append(append([]Line(nil), e.Output...), Line{T: 99, Stream: "stdout", Text: "pw " + string(creds[0].Value)})
 	if err := scanCast(sc, s); err == nil {
 		t.Errorf("%s with a credential planted last: not refused", s.ID)
+	}
+}
+
+// TestRefusalNamesStepStreamAndForm: the message says which step, which
+// stream, in which form and what credential, never the value.
+func TestRefusalNamesStepStreamAndForm(t *testing.T) {
+	sc := credential.NewScanner([]credential.Credential{{Value: []byte(planted), Kind: "a lab credential"}})
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write([]byte("password=" + planted))
+	_ = w.Close()
+	for _, c := range []struct {
+		name, text, stream, want string
+	}{
+		{"gzip inside base64 at offset 1", "x" + base64.StdEncoding.EncodeToString(gz.Bytes()), "stderr",
+			"scenario tricks step 2 stderr holds a lab credential (gzip inside base64 at offset 1)"},
+		{"as a terminal shows it", "hun\x1b7XXXX\x1b8ter2-db-pass", "stdout",
+			"scenario tricks step 2 stdout holds a lab credential (as a terminal shows it)"},
+		{"hex", hex.EncodeToString([]byte(planted)), "terminal",
+			"scenario tricks step 2 terminal holds a lab credential (hex)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := steps("fine", "fine")
+			s.Events[1].Output = append(s.Events[1].Output, Line{T: 1, Stream: c.stream, Text: c.text})
+			err := Publish(filepath.Join(t.TempDir(), runs.File), &Recording{Scenarios: []Scenario{s}}, sc)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("refusal %v, want it to say %q", err, c.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "hunter") {
+				t.Errorf("the refusal prints the value: %v", err)
+			}
+		})
 	}
 }
