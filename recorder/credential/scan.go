@@ -242,12 +242,40 @@ func (s *Scanner) Redact(text string) (string, int) {
 				l = strings.ReplaceAll(l, string(n.data), Redacted)
 			}
 		}
+		l = s.redactEncoded(l)
 		if f := s.ScanString(l); f != nil {
 			l = "[line withheld: it holds " + f.String() + "]"
 		}
 		lines[i] = l
 	}
 	return strings.Join(lines, "\n"), changed
+}
+
+// redactEncoded replaces each run of base64 characters (which hex and
+// base32 are too) that holds a credential once decoded.
+func (s *Scanner) redactEncoded(l string) string {
+	var b strings.Builder
+	for i := 0; i < len(l); {
+		j := i
+		for j < len(l) && base64Alphabet[l[j]] {
+			j++
+		}
+		for j < len(l) && l[j] == '=' {
+			j++
+		}
+		switch {
+		case j == i:
+			b.WriteByte(l[i])
+			i++
+			continue
+		case j-i >= minRun && s.ScanString(l[i:j]) != nil:
+			b.WriteString(Redacted)
+		default:
+			b.WriteString(l[i:j])
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // replaceFold replaces every ASCII-case-insensitive occurrence of the
