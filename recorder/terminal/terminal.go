@@ -196,6 +196,10 @@ func width(data string) int {
 // replays a cast.
 type Screen struct {
 	e *vt.Emulator
+	// Where the last Write left a control sequence, for capping its
+	// parameters (see capped).
+	esc, c2, csi bool
+	digits      int
 }
 
 // NewScreen returns an empty screen of width columns and height rows.
@@ -216,7 +220,53 @@ func NewScreen(width, height int) *Screen {
 
 // Write feeds data to the terminal.
 func (s *Screen) Write(data string) {
-	_, _ = s.e.WriteString(data)
+	_, _ = s.e.WriteString(s.capped(data))
+}
+
+// maxDigits bounds a control sequence's numeric parameter: no screen is
+// 10,000 cells wide, and the emulator repeats a character (REP) or moves
+// by tab stops as many times as asked, so "CSI 2000000000 b" would take
+// minutes. Digits past the bound are dropped.
+const maxDigits = 4
+
+func (s *Screen) capped(data string) string {
+	var b *strings.Builder
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		drop := false
+		switch {
+		case s.csi:
+			switch {
+			case c >= '0' && c <= '9':
+				s.digits++
+				drop = s.digits > maxDigits
+			case c == 0x1b:
+				s.csi, s.esc = false, true
+			case c >= 0x40 && c <= 0x7e, c == 0x18, c == 0x1a:
+				s.csi = false
+			default:
+				s.digits = 0
+			}
+		case s.esc:
+			s.esc = c == 0x1b
+			s.csi, s.digits = c == '[', 0
+		case s.c2 && c == 0x9b: // CSI as a C1 control, in UTF-8
+			s.c2, s.csi, s.digits = false, true, 0
+		default:
+			s.esc, s.c2 = c == 0x1b, c == 0xc2
+		}
+		if drop && b == nil {
+			b = &strings.Builder{}
+			b.WriteString(data[:i])
+		}
+		if b != nil && !drop {
+			b.WriteByte(c)
+		}
+	}
+	if b == nil {
+		return data
+	}
+	return b.String()
 }
 
 // Close releases the emulator.

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLines(t *testing.T) {
@@ -201,5 +202,25 @@ func TestShownIsTheScreen(t *testing.T) {
 	}
 	if got := s.Scrolled(); len(got) != 0 {
 		t.Errorf("Scrolled again = %q, want nothing new", got)
+	}
+}
+
+// TestHugeParametersAreCapped: a repeat or tab count of billions ends at
+// once, and a position past any screen still goes to its edge.
+func TestHugeParametersAreCapped(t *testing.T) {
+	start := time.Now()
+	lines := Lines("x\x1b[2000000000b\r\n\x1b[2000000000I|\x1b[2000000000Z|\x1b[99999999999Gend\r\n\u009b99999999999b")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s", d)
+	}
+	n := 0
+	for _, l := range lines {
+		n += strings.Count(l, "x")
+	}
+	if n == 0 || n > 10_000 {
+		t.Errorf("%d repeats, want the first at most 10,000", n)
+	}
+	if !strings.Contains(Text("ab\x1b[1;99999Hz"), "ab"+strings.Repeat(" ", Width-3)+"z") {
+		t.Errorf("a capped column is not the screen's edge: %q", Text("ab\x1b[1;99999Hz"))
 	}
 }
