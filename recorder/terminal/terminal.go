@@ -199,7 +199,7 @@ type Screen struct {
 	// Where the last Write left a control sequence, for capping its
 	// parameters (see capped).
 	esc, c2, csi bool
-	digits      int
+	digits       int
 }
 
 // NewScreen returns an empty screen of width columns and height rows.
