@@ -40,7 +40,9 @@ var (
 // decodings returns every decoding of v, one view per decoding and
 // alignment, each run decoded separately and the results joined by a NUL
 // (which no needle holds), and what is compressed inside them.
-func decodings(v view) []view {
+// What is decompressed is taken from budget, and nothing is once it is
+// spent, so a run of compression bombs costs what the budget allows.
+func decodings(v view, budget *int) []view {
 	var out []view
 	add := func(name string, segs [][]byte) {
 		if len(segs) == 0 {
@@ -50,7 +52,7 @@ func decodings(v view) []view {
 		for _, c := range compressions {
 			var inflated [][]byte
 			for _, s := range segs {
-				if d := c.inflate(s); len(d) > 0 {
+				if d := c.inflate(s, budget); len(d) > 0 {
 					inflated = append(inflated, d)
 				}
 			}
@@ -250,9 +252,9 @@ var compressions = []compression{
 
 // inflate decompresses the first streams found in b, keeping what a
 // truncated stream gives before it ends.
-func (c compression) inflate(b []byte) []byte {
+func (c compression) inflate(b []byte, budget *int) []byte {
 	var out []byte
-	for tries, off := 0, 0; tries < 4; tries++ {
+	for tries, off := 0, 0; tries < 4 && *budget > 0; tries++ {
 		i := bytes.Index(b[off:], c.magic)
 		if i < 0 {
 			break
@@ -266,7 +268,8 @@ func (c compression) inflate(b []byte) []byte {
 		if err != nil {
 			continue
 		}
-		d, _ := io.ReadAll(io.LimitReader(r, maxInflated))
+		d, _ := io.ReadAll(io.LimitReader(r, int64(min(maxInflated, *budget))))
+		*budget -= len(d)
 		out = append(out, d...)
 	}
 	return out

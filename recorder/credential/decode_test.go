@@ -10,8 +10,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 func gzipped(s string) []byte {
@@ -122,6 +124,19 @@ func TestDecodingIsBounded(t *testing.T) {
 	}
 	if f := sc.ScanString(base64.StdEncoding.EncodeToString([]byte(v))); f != nil {
 		t.Errorf("four levels decoded: %v", f)
+	}
+	// Compression bombs, each a MiB of zeros in a kilobyte of base64.
+	bomb := base64.StdEncoding.EncodeToString(gzipped(strings.Repeat("\x00", 1<<20)))
+	text := strings.Repeat(bomb+"\n", 60) + base64.StdEncoding.EncodeToString([]byte(password))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	if f := sc.ScanString(text); f == nil || f.Form != "base64" {
+		t.Errorf("after the bombs: finding %v, want the value in base64", f)
+	}
+	runtime.ReadMemStats(&after)
+	if d, mb := time.Since(start), (after.TotalAlloc-before.TotalAlloc)>>20; d > 10*time.Second || mb > 128 {
+		t.Errorf("60 compression bombs took %s and %d MiB", d, mb)
 	}
 	big := bytes.Repeat([]byte(base64.StdEncoding.EncodeToString([]byte(strings.Repeat("QUJD", 3000)))+"\n"), 8)
 	if f := sc.Scan(big); f != nil {

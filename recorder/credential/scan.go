@@ -150,7 +150,7 @@ func (s *Scanner) scan(roots []view, size int) *Finding {
 				return f
 			}
 			if depth < maxDepth && !v.rearranged && budget > 0 {
-				for _, d := range decodings(v) {
+				for _, d := range decodings(v, &budget) {
 					budget -= len(d.data)
 					next = append(next, d)
 				}
