@@ -21,7 +21,9 @@ const asPlayed = "as a player shows the cast"
 // anything from (an overwrite, an erase, a deletion, the alternate screen)
 // is scanned then, with the lines above it. Lines scrolled off are kept
 // ScrollbackLines at a time: a longer session is scanned a window at a
-// time, each window holding a screenful of the one before.
+// time, each window holding a screenful of the one before. (One chunk that
+// scrolls more than ScrollbackLines lines loses the oldest of them to the
+// emulator's cap; its bytes are scanned as written all the same.)
 func (s *Scanner) ScanSession(width, height int, chunks []string) (int, *Finding) {
 	if s.session(width, height, chunks) == nil {
 		return 0, nil

@@ -25,9 +25,9 @@ const (
 	Width    = 80
 	Height   = 24
 	MaxWidth = 8192
-	// ScrollbackLines bounds the lines kept above the screen; older ones
-	// are dropped, as a player drops them. Screen scans every screen state
-	// once it is reached, so nothing is left unscanned.
+	// ScrollbackLines bounds the lines kept above the screen, so a cast
+	// of any length takes bounded memory; older ones are dropped, as a
+	// player drops them. Screen.Scrolled hands them over as they leave.
 	ScrollbackLines = 10_000
 )
 
