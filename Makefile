@@ -217,7 +217,8 @@ bench-census:
 
 .PHONY: bench-recorder
 ## bench-recorder: the recorder's per-command overhead against bare sh -c (x-bare, interleaved in one run)
-## and the credential scan's cost on the committed census recording (fraction of its recorded time)
+## and the credential scan's cost on the committed census recording, each cast replayed in a player's terminal
+## (ms/scan, and the fraction of its recorded time)
 bench-recorder:
 	$(GO) test ./recorder/execute -run '^$$' -bench Overhead -benchtime 300x -count 3
 	$(GO) test ./recorder/recording -run '^$$' -bench ScanCensus -benchtime 5x -count 3

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/net/html"
 
 	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/terminal"
 )
 
 // scanner looks for the lab's credential values, those in opts.Credentials,
@@ -30,8 +31,8 @@ func scanner(opts Options) *credential.Scanner {
 // references decoded, since both escape what they print, and as the text it
 // shows, since both draw each style in its own element and a value written
 // across colour changes is in no one of them. A cast is also read as the
-// output it plays, its escapes decoded from JSON, so the scan sees it as a
-// terminal shows it.
+// output it plays, its escapes decoded from JSON, and replayed from its
+// start to its end in one terminal of its size, as a player shows it.
 func refuseCredentials(sc *credential.Scanner, root, shownAs string) error {
 	return filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
@@ -57,7 +58,10 @@ func refuseCredentials(sc *credential.Scanner, root, shownAs string) error {
 			// A cast that cannot be read is refused when the site is
 			// built from it; what could be read is scanned here.
 			out, _ := castOutput(data)
-			return sc.Refuse(where, []byte(out))
+			if err := sc.Refuse(where, []byte(out)); err != nil {
+				return err
+			}
+			return refuseReplayed(sc, where, data)
 		}
 		return nil
 	})
@@ -76,4 +80,23 @@ func shownText(data []byte) string {
 			b.Write(z.Text())
 		}
 	}
+}
+
+// refuseReplayed refuses a cast whose replay shows a credential on any
+// screen, naming when.
+func refuseReplayed(sc *credential.Scanner, where string, data []byte) error {
+	h, events, _ := readCast(data)
+	chunks := make([]string, len(events))
+	for i, e := range events {
+		chunks[i] = e.Data
+	}
+	w, ht := h.Width, h.Height
+	if w <= 0 || ht <= 0 {
+		w, ht = terminal.Width, terminal.Height
+	}
+	n, f := sc.ScanSession(w, ht, chunks)
+	if f == nil {
+		return nil
+	}
+	return &credential.Refusal{Where: fmt.Sprintf("%s at %.6f s", where, events[n-1].At), Found: *f}
 }

@@ -41,7 +41,7 @@ func poster(title string, h castHeader, events []castEvent) []byte {
 	width, height := max(h.Width, 20), max(h.Height, 5)
 	var rows [][]terminal.Cell
 	for _, r := range terminal.Rows(text.String()) {
-		l := expandTabs(r.Cells)
+		l := r.Cells
 		if len(l) == 0 {
 			rows = append(rows, nil)
 		}
@@ -104,21 +104,4 @@ func poster(title string, h castHeader, events []castEvent) []byte {
 	}
 	b.WriteString("</g>\n</svg>\n")
 	return b.Bytes()
-}
-
-// expandTabs puts tabs at every eighth column, as the terminal does.
-func expandTabs(l []terminal.Cell) []terminal.Cell {
-	var out []terminal.Cell
-	for _, c := range l {
-		if c.Text != "\t" {
-			out = append(out, c)
-			continue
-		}
-		c.Text = " "
-		out = append(out, c)
-		for len(out)%8 != 0 {
-			out = append(out, c)
-		}
-	}
-	return out
 }

@@ -345,6 +345,9 @@ func TestEscapedCredentialInAPageIsFound(t *testing.T) {
 		"posters/b.svg": `<svg xmlns="http://www.w3.org/2000/svg"><text y="1"><tspan x="12.00">` + html.EscapeString(plantedPassword[:4]) + `</tspan><tspan x="45.72" fill="#ff8a80">` +
 			html.EscapeString(plantedPassword[4:9]) + `</tspan><tspan x="87.87">` + html.EscapeString(plantedPassword[9:]) + `</tspan></text></svg>`,
 		"casts/b.cast": "{\"version\": 2, \"width\": 80, \"height\": 24}\n" + `[0.1, "o", "` + plantedPassword[:4] + `\u001b[31m"]` + "\n" + `[0.2, "o", "` + plantedPassword[4:9] + `\u001b[0m` + plantedPassword[9:] + `\r\n"]` + "\n",
+		// Shown whole only between the second event and the third, which
+		// erases it: only a replay sees it.
+		"casts/c.cast": "{\"version\": 2, \"width\": 80, \"height\": 24}\n" + `[0.1, "o", "` + plantedPassword[:4] + `\u001b7XXXX"]` + "\n" + `[0.2, "o", "\u001b8` + plantedPassword[4:] + `"]` + "\n" + `[0.3, "o", "\r\u001b[2K"]` + "\n",
 	} {
 		dir := t.TempDir()
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {

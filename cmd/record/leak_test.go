@@ -121,44 +121,44 @@ func TestLeaksAreRefused(t *testing.T) {
 	cases := []struct {
 		name  string
 		steps string
-		where string // "step 1 output", "step 1 check evidence"...
+		where string // "step 1 terminal", "step 1 check evidence"...
 		kind  string
 	}{
 		// The registry password, a published name whose value is a secret, in every form.
-		{"raw", step(`echo "$PTAH_OCI_PASSWORD"`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"on stderr", step(`echo "$PTAH_OCI_PASSWORD" >&2`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"base64", step(`printf %s "$PTAH_OCI_PASSWORD" | base64`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"base64 after one byte", step(`printf 'x%s' "$PTAH_OCI_PASSWORD" | base64`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"base64 after two bytes", step(`printf 'xy%s' "$PTAH_OCI_PASSWORD" | base64`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"base64url unpadded", step(`printf 'ab%s' "$PTAH_OCI_PASSWORD" | base64 | tr '+/' '-_' | tr -d =`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"basic-auth pair", step(`printf '%s:%s' "$PTAH_OCI_USERNAME" "$PTAH_OCI_PASSWORD" | base64`), "step 1 output", ""},
-		{"hex", step(`printf %s "$PTAH_OCI_PASSWORD" | od -An -tx1 | tr -d ' \n'`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"HEX", step(`printf %s "$PTAH_OCI_PASSWORD" | od -An -tx1 | tr -d ' \n' | tr a-f A-F`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"upper case", step(`echo "$PTAH_OCI_PASSWORD" | tr a-z A-Z`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"percent-encoded", step(`jq -rn --arg p "$PTAH_OCI_PASSWORD" '$p|@uri'`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"JSON", step(`jq -cn --arg p "$PTAH_OCI_PASSWORD" '{p: $p}'`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"split by a colour change", step(`printf '%.4s\033[31m%s\033[0m\n' "$PTAH_OCI_PASSWORD" "${PTAH_OCI_PASSWORD#????}"`), "step 1 output", "PTAH_OCI_PASSWORD"},
-		{"split by a backspace", step(`printf '%.3sX\b%s\n' "$PTAH_OCI_PASSWORD" "${PTAH_OCI_PASSWORD#???}"`), "step 1 output", "PTAH_OCI_PASSWORD"},
+		{"raw", step(`echo "$PTAH_OCI_PASSWORD"`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"on stderr", step(`echo "$PTAH_OCI_PASSWORD" >&2`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"base64", step(`printf %s "$PTAH_OCI_PASSWORD" | base64`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"base64 after one byte", step(`printf 'x%s' "$PTAH_OCI_PASSWORD" | base64`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"base64 after two bytes", step(`printf 'xy%s' "$PTAH_OCI_PASSWORD" | base64`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"base64url unpadded", step(`printf 'ab%s' "$PTAH_OCI_PASSWORD" | base64 | tr '+/' '-_' | tr -d =`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"basic-auth pair", step(`printf '%s:%s' "$PTAH_OCI_USERNAME" "$PTAH_OCI_PASSWORD" | base64`), "step 1 terminal", ""},
+		{"hex", step(`printf %s "$PTAH_OCI_PASSWORD" | od -An -tx1 | tr -d ' \n'`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"HEX", step(`printf %s "$PTAH_OCI_PASSWORD" | od -An -tx1 | tr -d ' \n' | tr a-f A-F`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"upper case", step(`echo "$PTAH_OCI_PASSWORD" | tr a-z A-Z`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"percent-encoded", step(`jq -rn --arg p "$PTAH_OCI_PASSWORD" '$p|@uri'`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"JSON", step(`jq -cn --arg p "$PTAH_OCI_PASSWORD" '{p: $p}'`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"split by a colour change", step(`printf '%.4s\033[31m%s\033[0m\n' "$PTAH_OCI_PASSWORD" "${PTAH_OCI_PASSWORD#????}"`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
+		{"split by a backspace", step(`printf '%.3sX\b%s\n' "$PTAH_OCI_PASSWORD" "${PTAH_OCI_PASSWORD#???}"`), "step 1 terminal", "PTAH_OCI_PASSWORD"},
 		// A value of a lab credential file, printed through the file.
 		{"a lab file's value", step(`cat demo-lab-secrets 2>/dev/null; echo ` + labGen), "step 1 command", "lab generated"},
 		// Values only the cluster holds.
-		{"a Secret's URL, base64 (the password at an offset)", step(`kubectl -n "$NAMESPACE" get secret demo-database -o jsonpath='{.data.url}'`), "step 1 output", "demo-database"},
-		{"a Secret's URL decoded", step(`kubectl -n "$NAMESPACE" get secret demo-database -o jsonpath='{.data.url}' | base64 -d`), "step 1 output", "demo-database"},
-		{"a Secret as YAML", step(`kubectl -n "$NAMESPACE" get secret demo-database -o yaml`), "step 1 output", "demo-database"},
-		{"a docker config's auth", step(`kubectl -n "$NAMESPACE" get secret demo-registry -o jsonpath='{.data.\.dockerconfigjson}' | base64 -d`), "step 1 output", ""},
-		{"a Secret in the operator's namespace", step(`kubectl -n "$OPERATOR_NAMESPACE" get secret webhook-token -o jsonpath='{.data.token}' | base64 -d | tr a-z A-Z`), "step 1 output", "ptah-system/webhook-token"},
+		{"a Secret's URL, base64 (the password at an offset)", step(`kubectl -n "$NAMESPACE" get secret demo-database -o jsonpath='{.data.url}'`), "step 1 terminal", "demo-database"},
+		{"a Secret's URL decoded", step(`kubectl -n "$NAMESPACE" get secret demo-database -o jsonpath='{.data.url}' | base64 -d`), "step 1 terminal", "demo-database"},
+		{"a Secret as YAML", step(`kubectl -n "$NAMESPACE" get secret demo-database -o yaml`), "step 1 terminal", "demo-database"},
+		{"a docker config's auth", step(`kubectl -n "$NAMESPACE" get secret demo-registry -o jsonpath='{.data.\.dockerconfigjson}' | base64 -d`), "step 1 terminal", ""},
+		{"a Secret in the operator's namespace", step(`kubectl -n "$OPERATOR_NAMESPACE" get secret webhook-token -o jsonpath='{.data.token}' | base64 -d | tr a-z A-Z`), "step 1 terminal", "ptah-system/webhook-token"},
 		{"a Secret's value as evidence", "  - note: Read it.\n    run: \"true\"\n    expect:\n      exit: 0\n      resource:\n        kind: secret\n        name: demo-database\n        fields:\n          - {path: data.url, notEmpty: true}\n", "step 1 check evidence", "Secret ptah-demo/demo-database"},
 		{"a Secret's value in a claim", "  - note: Look for it.\n    run: \"true\"\n    expect:\n      exit: 0\n      stdout_absent: [" + appPassword + "]\n", "step 1 check claim", "demo-database"},
 		{"a Secret's value in a note", "  - note: The password is " + appPassword + ".\n    run: \"true\"\n    expect:\n      exit: 0\n", "step 1 note", "demo-database"},
-		{"a real value copied into a placeholder Secret", step(`kubectl -n "$NAMESPACE" get secret demo-database -o json | jq '.metadata = {name: "spare"}' | kubectl -n "$NAMESPACE" apply -f - >/dev/null && kubectl -n "$NAMESPACE" get secret spare -o jsonpath='{.data.url}'`), "step 1 output", "demo-database"},
+		{"a real value copied into a placeholder Secret", step(`kubectl -n "$NAMESPACE" get secret demo-database -o json | jq '.metadata = {name: "spare"}' | kubectl -n "$NAMESPACE" apply -f - >/dev/null && kubectl -n "$NAMESPACE" get secret spare -o jsonpath='{.data.url}'`), "step 1 terminal", "demo-database"},
 		// The kubeconfig the steps run with.
-		{"the kubeconfig", step(`cat "$KUBECONFIG"`), "step 1 output", "kubeconfig"},
-		{"the kubeconfig through kubectl", step(`kubectl config view --raw`), "step 1 output", "kubeconfig"},
-		{"the client key decoded", step(`kubectl config view --raw -o jsonpath='{.users[0].user.client-key-data}' | base64 -d`), "step 1 output", ""},
+		{"the kubeconfig", step(`cat "$KUBECONFIG"`), "step 1 terminal", "kubeconfig"},
+		{"the kubeconfig through kubectl", step(`kubectl config view --raw`), "step 1 terminal", "kubeconfig"},
+		{"the client key decoded", step(`kubectl config view --raw -o jsonpath='{.users[0].user.client-key-data}' | base64 -d`), "step 1 terminal", ""},
 		// By shape: what no one listed.
-		{"a fresh ServiceAccount token", step(`kubectl -n "$NAMESPACE" create serviceaccount leaker >/dev/null && kubectl -n "$NAMESPACE" create token leaker`), "step 1 output", "JWT"},
-		{"a private key", step(`openssl genpkey -algorithm ed25519 2>/dev/null || printf -- '-----%s PRIVATE KEY-----\n' BEGIN`), "step 1 output", "PEM private key"},
-		{"a bearer header", step(`printf 'Authorization: Bearer %s\n' abcdefghijklmnopqrstuvwxyz012345`), "step 1 output", "Authorization header"},
+		{"a fresh ServiceAccount token", step(`kubectl -n "$NAMESPACE" create serviceaccount leaker >/dev/null && kubectl -n "$NAMESPACE" create token leaker`), "step 1 terminal", "JWT"},
+		{"a private key", step(`openssl genpkey -algorithm ed25519 2>/dev/null || printf -- '-----%s PRIVATE KEY-----\n' BEGIN`), "step 1 terminal", "PEM private key"},
+		{"a bearer header", step(`printf 'Authorization: Bearer %s\n' abcdefghijklmnopqrstuvwxyz012345`), "step 1 terminal", "Authorization header"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

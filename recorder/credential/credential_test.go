@@ -191,7 +191,7 @@ users:
 	}
 	sc := NewScanner(set.Credentials())
 	for _, c := range []struct{ text, kind string }{
-		{kc, "client key"},
+		{"client-key-data: " + base64.StdEncoding.EncodeToString([]byte(key)), "client key"},
 		{"-----BEGIN CERTIFICATE-----\r\nMIIBcert\r\n-----END CERTIFICATE-----\r\n", "client certificate"},
 		{"inline-token-0123456789", "token"},
 		{"file-token-0123456789", "token"},
@@ -216,7 +216,7 @@ func TestRedact(t *testing.T) {
 	if sc.ScanString(got) != nil || strings.Contains(strings.ToLower(got), strings.ToLower(password)) {
 		t.Errorf("redacted text still holds the credential:\n%s", got)
 	}
-	if !strings.Contains(got, "line one") || !strings.Contains(got, "url postgres://u:"+Redacted+"@db") {
+	if !strings.Contains(got, "line one") || !strings.Contains(got, "url postgres://u:"+Redacted+"@db") || !strings.Contains(got, "base64 "+Redacted+"\n") {
 		t.Errorf("redaction took out more than the credential:\n%s", got)
 	}
 }

@@ -2,24 +2,19 @@ package credential
 
 import (
 	"bytes"
-	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
-	"net/url"
 	"strings"
 )
 
-// Forms a known value is looked for in. A value is also looked for in each
-// form with whitespace removed from both the value and the text (base64 or
-// hex wrapped over lines), and, where the form keeps letters as letters,
-// with ASCII case folded (an upper-cased password, upper-case hex).
+// Forms a known value is looked for in, besides what the scan decodes
+// (decode.go): escapings that are not a decoding. A value is also looked
+// for with whitespace removed from both the value and the text (text
+// wrapped over lines), and with ASCII case folded (an upper-cased password).
 const (
-	FormRaw     = "as written"
-	FormBase64  = "base64-encoded"
-	FormHex     = "hex-encoded"
-	FormPercent = "percent-encoded"
-	FormJSON    = "JSON-escaped"
-	FormYAML    = "YAML-escaped"
+	FormRaw  = "as written"
+	FormHex  = "hex-encoded"
+	FormJSON = "JSON-escaped"
+	FormYAML = "YAML-escaped"
 	// FormPart prefixes a form in which most of a value was found.
 	FormPart = "in part, "
 )
@@ -34,25 +29,7 @@ type form struct {
 
 // forms returns every form of v a scan looks for.
 func forms(v []byte) []form {
-	out := []form{{FormRaw, v, true}, {FormHex, []byte(hex.EncodeToString(v)), true}}
-	// base64 of a value inside a longer string depends on the value's offset
-	// modulo 3: each alignment gives the characters that encode only the
-	// value's bytes, so `kubectl get secret -o jsonpath='{.data.url}'` shows
-	// the password of the URL it encodes.
-	for _, enc := range []*base64.Encoding{base64.RawStdEncoding, base64.RawURLEncoding} {
-		for k := range 3 {
-			out = append(out, form{FormBase64, aligned(enc, v, k), false})
-		}
-	}
-	pct := make([]byte, 0, 3*len(v))
-	for _, c := range v {
-		pct = append(pct, '%', "0123456789ABCDEF"[c>>4], "0123456789ABCDEF"[c&15])
-	}
-	out = append(out,
-		form{FormPercent, []byte(url.QueryEscape(string(v))), true},
-		form{FormPercent, []byte(url.PathEscape(string(v))), true},
-		form{FormPercent, pct, true},
-	)
+	out := []form{{FormRaw, v, true}}
 	for _, html := range []bool{true, false} {
 		var b bytes.Buffer
 		enc := json.NewEncoder(&b)
@@ -64,36 +41,18 @@ func forms(v []byte) []form {
 	out = append(out, form{FormYAML, []byte(strings.ReplaceAll(string(v), "'", "''")), true})
 
 	// Keep each distinct form once, and only forms long enough to mean
-	// something (an alignment of a short value keeps few characters).
+	// something.
 	var keep []form
 	seen := map[string]bool{}
 	for _, f := range out {
-		key := string(f.data)
-		if f.folded {
-			key = "fold:" + string(lower(f.data))
-		}
-		if len(f.data) < MinLength || seen[key] || (f.name != FormRaw && bytes.Equal(f.data, v)) {
+		key := "fold:" + string(lower(f.data))
+		if len(f.data) < MinLength || seen[key] {
 			continue
 		}
 		seen[key] = true
 		keep = append(keep, f)
 	}
 	return keep
-}
-
-// aligned is the base64 of v as it reads when v starts k bytes into a
-// longer string, without the characters its neighbours also change.
-func aligned(enc *base64.Encoding, v []byte, k int) []byte {
-	buf := make([]byte, k+len(v))
-	copy(buf[k:], v)
-	s := enc.EncodeToString(buf)
-	// Character i carries bits [6i, 6i+6) of buf; keep those inside v.
-	first := (8*k + 5) / 6
-	last := 8 * (k + len(v)) / 6 // exclusive
-	if last <= first || last > len(s) {
-		return nil
-	}
-	return []byte(s[first:last])
 }
 
 // lower folds ASCII letters, byte for byte, so offsets stay put.

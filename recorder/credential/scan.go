@@ -63,28 +63,52 @@ func NewScanner(creds []Credential) *Scanner {
 	return s
 }
 
-// view is one way of reading the text: as written, or as a terminal shows it.
+// view is one way of reading the text: as written or as a terminal shows
+// it (where), and through which decodings (chain, the last first).
 type view struct {
-	name string
-	data []byte
+	where, chain string
+	data         []byte
 	// the same with ASCII case folded, with whitespace removed, and both
 	folded, stripped, foldedStripped []byte
+	// rearranged views are read in another order and not decoded again.
+	rearranged bool
 }
 
-// form names a form as read in this view.
+// asShown names the view of text as a terminal shows it.
+const asShown = "as a terminal shows it"
+
+// form names a form as read in this view: "as written", "gzip inside
+// base64 at offset 1", "JSON-escaped inside hex, as a terminal shows it".
 func (v view) form(f string) string {
+	name := f
 	switch {
-	case v.name == "":
-		return f
-	case f == FormRaw:
-		return v.name
+	case v.chain != "" && f == FormRaw:
+		name = v.chain
+	case v.chain != "":
+		name = f + " inside " + v.chain
 	}
-	return f + ", " + v.name
+	switch {
+	case v.where == "":
+		return name
+	case name == FormRaw:
+		return v.where
+	}
+	return name + ", " + v.where
 }
 
-func newView(name string, data []byte) view {
+func newView(where string, data []byte) view {
 	st := stripSpace(data)
-	return view{name: name, data: data, folded: lower(data), stripped: st, foldedStripped: lower(st)}
+	return view{where: where, data: data, folded: lower(data), stripped: st, foldedStripped: lower(st)}
+}
+
+// child is data read through one more decoding, name, of v.
+func (v view) child(name string, data []byte) view {
+	c := newView(v.where, data)
+	c.chain = name
+	if v.chain != "" {
+		c.chain = name + " inside " + v.chain
+	}
+	return c
 }
 
 // shown says whether a terminal would show data differently from its bytes.
@@ -97,36 +121,74 @@ func shown(data []byte) bool {
 	return false
 }
 
-// Scan returns the first credential found in data, or nil.
+// Scan returns the first credential found in data, or nil: in the bytes as
+// written and as a terminal shows them, each also reversed and one
+// character in two, then in everything they decode to, to maxDepth levels.
+// What decodings may produce is bounded by the input's size, so hostile
+// text cannot make a scan run away; beyond the bound nothing more is
+// decoded.
 func (s *Scanner) Scan(data []byte) *Finding {
-	views := []view{newView("", data)}
+	roots := []view{newView("", data)}
 	if shown(data) {
-		views = append(views, newView("as a terminal shows it", []byte(terminal.Text(string(data)))))
+		roots = append(roots, newView(asShown, []byte(terminal.Text(string(data)))))
 	}
-	for _, v := range views {
-		for _, n := range s.needles {
-			in, inStripped := v.data, v.stripped
-			if n.folded {
-				in, inStripped = v.folded, v.foldedStripped
+	return s.scan(roots, len(data))
+}
+
+// scan looks in roots and what they decode to; size bounds the decoding.
+func (s *Scanner) scan(roots []view, size int) *Finding {
+	level := roots
+	for _, r := range roots {
+		level = append(level, rearranged(r)...)
+	}
+	budget := 64*size + 1<<20
+	var all []view
+	for depth := 0; len(level) > 0; depth++ {
+		var next []view
+		for _, v := range level {
+			if f := s.match(v); f != nil {
+				return f
 			}
-			if bytes.Contains(in, n.data) || (n.stripped != nil && bytes.Contains(inStripped, n.stripped)) {
-				return &Finding{Kind: n.kind, Form: v.form(n.form)}
+			if depth < maxDepth && !v.rearranged && budget > 0 {
+				for _, d := range decodings(v, &budget) {
+					budget -= len(d.data)
+					next = append(next, d)
+				}
 			}
 		}
+		// Parts are of dumps and cuts of the text or of one decoding of
+		// it; deeper, a part would be a dump of a decoding of a decoding.
+		if depth <= 1 {
+			all = append(all, level...)
+		}
+		level = next
+	}
+	// A whole value found anywhere names it better than a part of one.
+	for _, v := range all {
 		if f := s.part(v); f != nil {
 			return f
 		}
-		for _, sh := range Shapes {
-			if sh.Pattern.Match(v.data) || sh.Pattern.Match(v.stripped) {
-				return &Finding{Kind: sh.Kind, Form: v.form(FormRaw)}
-			}
+	}
+	return nil
+}
+
+// match looks for every needle and shape in one view.
+func (s *Scanner) match(v view) *Finding {
+	for _, n := range s.needles {
+		in, inStripped := v.data, v.stripped
+		if n.folded {
+			in, inStripped = v.folded, v.foldedStripped
 		}
-		for _, d := range decodedRuns(v.stripped) {
-			for _, sh := range Shapes {
-				if sh.InBase64 && sh.Pattern.Match(d) {
-					return &Finding{Kind: sh.Kind, Form: v.form(FormBase64)}
-				}
-			}
+		if bytes.Contains(in, n.data) || (n.stripped != nil && bytes.Contains(inStripped, n.stripped)) {
+			return &Finding{Kind: n.kind, Form: v.form(n.form)}
+		}
+	}
+	for _, sh := range Shapes {
+		if !bytes.Contains(v.foldedStripped, stripSpace([]byte(sh.Hint))) {
+			continue
+		}
+		if sh.Pattern.Match(v.data) || sh.Pattern.Match(v.stripped) {
+			return &Finding{Kind: sh.Kind, Form: v.form(FormRaw)}
 		}
 	}
 	return nil
@@ -180,12 +242,40 @@ func (s *Scanner) Redact(text string) (string, int) {
 				l = strings.ReplaceAll(l, string(n.data), Redacted)
 			}
 		}
+		l = s.redactEncoded(l)
 		if f := s.ScanString(l); f != nil {
 			l = "[line withheld: it holds " + f.String() + "]"
 		}
 		lines[i] = l
 	}
 	return strings.Join(lines, "\n"), changed
+}
+
+// redactEncoded replaces each run of base64 characters (which hex and
+// base32 are too) that holds a credential once decoded.
+func (s *Scanner) redactEncoded(l string) string {
+	var b strings.Builder
+	for i := 0; i < len(l); {
+		j := i
+		for j < len(l) && base64Alphabet[l[j]] {
+			j++
+		}
+		for j < len(l) && l[j] == '=' {
+			j++
+		}
+		switch {
+		case j == i:
+			b.WriteByte(l[i])
+			i++
+			continue
+		case j-i >= minRun && s.ScanString(l[i:j]) != nil:
+			b.WriteString(Redacted)
+		default:
+			b.WriteString(l[i:j])
+		}
+		i = j
+	}
+	return b.String()
 }
 
 // replaceFold replaces every ASCII-case-insensitive occurrence of the

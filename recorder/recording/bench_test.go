@@ -15,7 +15,7 @@ import (
 // benchCredentials is a lab's worth of credentials: the generated
 // passwords, the Secrets with their parts, a Helm release's blob and the
 // kubeconfig's key and certificate.
-func benchCredentials(b *testing.B) []credential.Credential {
+func benchCredentials(b testing.TB) []credential.Credential {
 	random := func(n int) string {
 		buf := make([]byte, n)
 		_, _ = rand.Read(buf)
@@ -42,7 +42,8 @@ func benchCredentials(b *testing.B) []credential.Credential {
 }
 
 // BenchmarkScanCensus scans the committed census recording as Publish does
-// (every scenario, its cast and runs.json) and reports the cost as a
+// (every scenario, its cast's bytes and its cast replayed in a player's
+// terminal, and runs.json) and reports the cost as a
 // fraction of the time the recording's commands took (from their recorded
 // start and output times, which leaves out resets and awaits before the
 // first step, so the fraction is an upper bound).
@@ -71,6 +72,9 @@ func BenchmarkScanCensus(b *testing.B) {
 				b.Fatal(err)
 			}
 			if err := scanBytes(sc, "cast", Cast(s)); err != nil {
+				b.Fatal(err)
+			}
+			if err := scanCast(sc, s); err != nil {
 				b.Fatal(err)
 			}
 		}

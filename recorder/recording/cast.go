@@ -30,39 +30,55 @@ func Cast(s Scenario) []byte {
 	}{2, execute.Columns, execute.Rows, s.Title})
 	b.Write(header)
 	b.WriteByte('\n')
-
-	var now int64 // microseconds, integer so no float drift accumulates
-	emit := func(kind, data string) {
-		text, _ := json.Marshal(data)
-		b.WriteString("[" + seconds(now) + ", \"" + kind + "\", ")
+	for _, e := range castEvents(s) {
+		text, _ := json.Marshal(e.data)
+		b.WriteString("[" + seconds(e.at) + ", \"" + e.kind + "\", ")
 		b.Write(text)
 		b.WriteString("]\n")
 	}
+	return b.Bytes()
+}
+
+// castEvent is one event of a cast and what wrote it: the step, and the
+// note, the command or the output stream.
+type castEvent struct {
+	at         int64 // microseconds, integer so no float drift accumulates
+	kind, data string
+	step       int
+	stream     string
+}
+
+func castEvents(s Scenario) []castEvent {
+	var out []castEvent
+	var now int64
 	for _, e := range s.Events {
-		emit("m", e.Note)
-		emit("o", "\x1b[2m# "+e.Note+"\x1b[0m\r\n")
+		emit := func(kind, data, stream string) {
+			out = append(out, castEvent{now, kind, data, e.Step, stream})
+		}
+		emit("m", e.Note, "note")
+		emit("o", "\x1b[2m# "+e.Note+"\x1b[0m\r\n", "note")
 		now += pauseMicros / 2
-		emit("o", "$ ")
+		emit("o", "$ ", "command")
 		for _, r := range e.Command {
 			now += typeMicros
 			if r == '\n' {
-				emit("o", "\r\n> ")
+				emit("o", "\r\n> ", "command")
 				continue
 			}
-			emit("o", string(r))
+			emit("o", string(r), "command")
 		}
 		now += typeMicros
-		emit("o", "\r\n")
+		emit("o", "\r\n", "command")
 		var last int64
 		for _, l := range e.Output {
 			at := int64(l.T * 1e6)
 			now += min(max(at-last, 0), idleCapMicros)
 			last = max(at, last)
-			emit("o", strings.ReplaceAll(l.Text, "\n", "\r\n")+"\r\n")
+			emit("o", strings.ReplaceAll(l.Text, "\n", "\r\n")+"\r\n", l.Stream)
 		}
 		now += pauseMicros
 	}
-	return b.Bytes()
+	return out
 }
 
 func seconds(micros int64) string {

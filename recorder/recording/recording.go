@@ -65,6 +65,9 @@ func Publish(runsFile string, r *Recording, sc *credential.Scanner) error {
 		if err := scanBytes(sc, "scenario "+s.ID+" cast", cast); err != nil {
 			return err
 		}
+		if err := scanCast(sc, s); err != nil {
+			return err
+		}
 		files[s.ID+".cast"] = cast
 	}
 	runs, err := r.Encode()

@@ -209,7 +209,7 @@ func TestStepNamedInRefusal(t *testing.T) {
 	r := sample()
 	r.Scenarios[0].Events[1].Output[0].Text = "hunter2-db-pass"
 	err := Scan(credential.NewScanner([]credential.Credential{{Value: []byte("hunter2-db-pass"), Kind: "a lab credential"}}), r.Scenarios[0])
-	if err == nil || !strings.Contains(err.Error(), "scenario failure-recovery step 2 output") {
+	if err == nil || !strings.Contains(err.Error(), "scenario failure-recovery step 2 stdout holds a lab credential (as written)") {
 		t.Errorf("refusal = %v, want it to name scenario failure-recovery step 2", err)
 	}
 }
@@ -276,7 +276,7 @@ func TestCredentialAsThePageShowsIt(t *testing.T) {
 	r := sample()
 	e := &r.Scenarios[0].Events[1]
 	e.Output = []Line{{T: 0.1, Stream: "stdout", Text: "\x1b]0;title left open"}, {T: 0.2, Stream: "stdout", Text: "hunter2\x1b[31m-db-pass"}}
-	if err := Scan(sc, r.Scenarios[0]); err == nil || !strings.Contains(err.Error(), "step 2 output") {
-		t.Errorf("scan = %v, want a refusal of step 2 output", err)
+	if err := Scan(sc, r.Scenarios[0]); err == nil || !strings.Contains(err.Error(), "step 2 stdout (each line as the page shows it) holds") {
+		t.Errorf("scan = %v, want a refusal of step 2 stdout as the page shows it", err)
 	}
 }

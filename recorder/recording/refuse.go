@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"ptah.run/operator/recorder/credential"
+	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/terminal"
 )
 
@@ -17,6 +18,27 @@ type CredentialError = credential.Refusal
 
 func scanBytes(sc *credential.Scanner, where string, data []byte) error {
 	return sc.Refuse(where, data)
+}
+
+// scanCast replays the scenario's cast from its start to its end in one
+// terminal of the cast's size, as a player shows it, and refuses a
+// credential any screen shows, naming the step and stream that wrote the
+// chunk it showed after.
+func scanCast(sc *credential.Scanner, s Scenario) error {
+	var chunks []string
+	var from []castEvent
+	for _, e := range castEvents(s) {
+		if e.kind == "o" {
+			chunks = append(chunks, e.data)
+			from = append(from, e)
+		}
+	}
+	n, f := sc.ScanSession(execute.Columns, execute.Rows, chunks)
+	if f == nil {
+		return nil
+	}
+	e := from[n-1]
+	return &CredentialError{Where: fmt.Sprintf("scenario %s cast, step %d %s", s.ID, e.step, e.stream), Found: *f}
 }
 
 // Scan refuses a scenario in which any published text (notes, commands,
@@ -31,20 +53,26 @@ func Scan(sc *credential.Scanner, s Scenario) error {
 		if err := scanBytes(sc, where+" command", []byte(e.Command)); err != nil {
 			return err
 		}
-		// As recorded, and line by line as the page shows it (an escape
-		// sequence left open on one line does not hide the next there).
-		var out, shown bytes.Buffer
+		// Each stream as recorded, and line by line as the page shows it
+		// (an escape sequence left open on one line does not hide the next
+		// there); the cast is replayed whole by scanCast.
+		var streams []string
+		out, shown := map[string]*bytes.Buffer{}, map[string]*bytes.Buffer{}
 		for _, l := range e.Output {
-			out.WriteString(l.Text)
-			out.WriteByte('\n')
-			shown.WriteString(terminal.Line(l.Text))
-			shown.WriteByte('\n')
+			if out[l.Stream] == nil {
+				streams = append(streams, l.Stream)
+				out[l.Stream], shown[l.Stream] = &bytes.Buffer{}, &bytes.Buffer{}
+			}
+			out[l.Stream].WriteString(l.Text + "\n")
+			shown[l.Stream].WriteString(terminal.Line(l.Text) + "\n")
 		}
-		if err := scanBytes(sc, where+" output", out.Bytes()); err != nil {
-			return err
-		}
-		if err := scanBytes(sc, where+" output", shown.Bytes()); err != nil {
-			return err
+		for _, st := range streams {
+			if err := scanBytes(sc, where+" "+st, out[st].Bytes()); err != nil {
+				return err
+			}
+			if err := scanBytes(sc, where+" "+st+" (each line as the page shows it)", shown[st].Bytes()); err != nil {
+				return err
+			}
 		}
 	}
 	for _, c := range s.Checks {

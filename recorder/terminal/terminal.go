@@ -1,27 +1,46 @@
-// Package terminal shows bytes the way a terminal does: escape sequences
-// are read (by github.com/charmbracelet/x/ansi) and applied to a line of
-// cells, so a carriage return, a backspace or a cursor movement overwrites
-// what was there and a colour change leaves the text around it unbroken.
-// The recorder scans this view for credentials and the site shows it (its
-// text, and the colours and weights each character was written in), so
-// what a page shows is exactly what was scanned.
+// Package terminal shows bytes the way a terminal does, by running them
+// through a VT emulator (github.com/charmbracelet/x/vt): cursor movement,
+// save and restore, insertion and deletion, scroll regions, the alternate
+// screen, tabs and wide characters act as they do in a player. It is the one
+// place the project talks to the emulator. The recorder scans this view for
+// credentials and the site shows it (its text, and the colours and weights
+// each character was written in), so what a page shows is what was scanned.
 package terminal
 
 import (
 	"image/color"
+	"io"
 	"strings"
 	"unicode/utf8"
 
+	uv "github.com/charmbracelet/ultraviolet"
 	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
 )
 
-// Lines returns the lines a terminal shows for data, one per newline, with a
-// last line without a newline still shown. Lines are not wrapped at the
-// terminal's width: a long line stays one line.
+const (
+	// Width and Height are the screen Lines draws on when data's lines
+	// are no wider; a wider screen (of fewer rows) is taken for wider
+	// lines, up to MaxWidth, so a long line stays one line.
+	Width    = 80
+	Height   = 24
+	MaxWidth = 8192
+	// ScrollbackLines bounds the lines kept above the screen, so a cast
+	// of any length takes bounded memory; older ones are dropped, as a
+	// player drops them. Screen.Scrolled hands them over as they leave.
+	ScrollbackLines = 10_000
+)
+
+// Lines returns the lines a terminal shows for data: the lines scrolled off
+// the top, then the screen's, trailing blank lines left out. A newline also
+// returns the carriage, as a terminal's line discipline makes it do.
 func Lines(data string) []string {
-	var s screen
-	s.write(data)
-	return s.lines
+	rows := Rows(data)
+	out := make([]string, len(rows))
+	for i, r := range rows {
+		out[i] = r.Text()
+	}
+	return out
 }
 
 // Line is one recorded output line as a terminal shows it.
@@ -42,8 +61,8 @@ type Colour uint8
 func (c Colour) Index() (n int, ok bool) { return int(c) - 1, c > 0 }
 
 // Style is what SGR sequences set for the characters written after them.
-// Colours beyond the 16 (the 256-colour cube and RGB) are read past and
-// drawn in the default colour; the zero Style is the terminal's default.
+// Colours beyond the 16 (the 256-colour cube and RGB) are drawn in the
+// default colour; the zero Style is the terminal's default.
 type Style struct {
 	Fg, Bg                       Colour
 	Bold, Dim, Italic, Underline bool
@@ -56,10 +75,10 @@ type Cell struct {
 }
 
 // Row is one line a terminal shows, as cells. End is the byte offset in
-// data (after ValidUTF8, which leaves valid text as it is) just past what
-// ended the line: its newline, or the end of data for a last line without
-// one, so a caller that knows when each byte was written knows when each
-// line was.
+// data (after ValidUTF8, which leaves valid text as it is) just past the
+// newline that moved the cursor off the line, or the end of data for a line
+// the cursor never left, so a caller that knows when each byte was written
+// knows when each line was.
 type Row struct {
 	Cells []Cell
 	End   int
@@ -96,9 +115,295 @@ func (r Row) Runs() []Run {
 // Rows is Lines with each character's style and where each line ended.
 // Rows(data)[i].Text() is Lines(data)[i].
 func Rows(data string) []Row {
-	s := screen{styled: true}
-	s.write(data)
-	return s.rows
+	data = ValidUTF8(data)
+	if rows, ok := plainRows(data); ok {
+		return rows
+	}
+	w := width(data)
+	// Scrolling moves every cell of the screen: a wide screen gets fewer
+	// rows, so a long line costs what a screenful does.
+	s := NewScreen(w, max(1, Width*Height/w))
+	defer s.Close()
+	var ends []int
+	off := 0
+	for off < len(data) {
+		i := strings.IndexByte(data[off:], '\n')
+		if i < 0 {
+			s.Write(data[off:])
+			break
+		}
+		s.Write(data[off : off+i])
+		s.Write("\r\n")
+		off += i + 1
+		for n := s.lineIndex(); len(ends) < n; {
+			ends = append(ends, off)
+		}
+	}
+	rows := s.rows(true)
+	for i := range rows {
+		rows[i].End = len(data)
+		if i < len(ends) {
+			rows[i].End = ends[i]
+		}
+	}
+	return rows
+}
+
+// plainRows is Rows for printable ASCII and newlines, which an emulator
+// would show as they are, without running one: most output is such.
+func plainRows(data string) ([]Row, bool) {
+	n := 0
+	for i := 0; i < len(data); i++ {
+		if c := data[i]; c == '\n' {
+			n++
+		} else if c < 0x20 || c > 0x7e {
+			return nil, false
+		}
+	}
+	if n > ScrollbackLines {
+		return nil, false
+	}
+	rows := make([]Row, 0, n+1)
+	off := 0
+	for off < len(data) {
+		line, _, _ := strings.Cut(data[off:], "\n")
+		if len(line) >= MaxWidth {
+			return nil, false
+		}
+		end := min(off+len(line)+1, len(data))
+		line = strings.TrimRight(line, " ")
+		cells := make([]Cell, len(line))
+		for i := range line {
+			cells[i] = Cell{Text: line[i : i+1]}
+		}
+		rows = append(rows, Row{Cells: cells, End: end})
+		off = end
+	}
+	return rows, true
+}
+
+// width is the screen width that shows data's widest line unwrapped.
+func width(data string) int {
+	w := Width
+	for line := range strings.SplitSeq(data, "\n") {
+		n := ansi.StringWidth(line) + 8*strings.Count(line, "\t") + 1
+		w = max(w, min(n, MaxWidth))
+	}
+	return w
+}
+
+// Screen is a terminal of a fixed size fed bytes in order, as a player
+// replays a cast.
+type Screen struct {
+	e *vt.Emulator
+	// Where the last Write left a control sequence, for capping its
+	// parameters (see capped).
+	esc, c2, csi bool
+	digits       int
+}
+
+// NewScreen returns an empty screen of width columns and height rows.
+func NewScreen(width, height int) *Screen {
+	e := vt.NewEmulator(width, height)
+	e.SetScrollbackSize(ScrollbackLines)
+	// The emulator answers queries (cursor position, device attributes)
+	// on a pipe; nothing answers them here, so the answers are drained.
+	go func() { _, _ = io.Copy(io.Discard, e) }()
+	// The emulator saves the cursor on CSI s but does not restore it on
+	// CSI u (SCORC), which players do; ESC 8 restores what CSI s saved.
+	e.RegisterCsiHandler('u', func(ansi.Params) bool {
+		_, _ = e.WriteString("\x1b8")
+		return true
+	})
+	return &Screen{e: e}
+}
+
+// Write feeds data to the terminal.
+func (s *Screen) Write(data string) {
+	_, _ = s.e.WriteString(s.capped(data))
+}
+
+// maxDigits bounds a control sequence's numeric parameter: no screen is
+// 10,000 cells wide, and the emulator repeats a character (REP) or moves
+// by tab stops as many times as asked, so "CSI 2000000000 b" would take
+// minutes. Digits past the bound are dropped.
+const maxDigits = 4
+
+func (s *Screen) capped(data string) string {
+	var b *strings.Builder
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		drop := false
+		switch {
+		case s.csi:
+			switch {
+			case c >= '0' && c <= '9':
+				s.digits++
+				drop = s.digits > maxDigits
+			case c == 0x1b:
+				s.csi, s.esc = false, true
+			case c >= 0x40 && c <= 0x7e, c == 0x18, c == 0x1a:
+				s.csi = false
+			default:
+				s.digits = 0
+			}
+		case s.esc:
+			s.esc = c == 0x1b
+			s.csi, s.digits = c == '[', 0
+		case s.c2 && c == 0x9b: // CSI as a C1 control, in UTF-8
+			s.c2, s.csi, s.digits = false, true, 0
+		default:
+			s.esc, s.c2 = c == 0x1b, c == 0xc2
+		}
+		if drop && b == nil {
+			b = &strings.Builder{}
+			b.WriteString(data[:i])
+		}
+		if b != nil && !drop {
+			b.WriteByte(c)
+		}
+	}
+	if b == nil {
+		return data
+	}
+	return b.String()
+}
+
+// Close releases the emulator.
+func (s *Screen) Close() { _ = s.e.Close() }
+
+// Shown is the screen as it is now, rows joined by newlines, trailing
+// blanks left out.
+func (s *Screen) Shown() string {
+	// Read cell by cell into one buffer: a scan reads the screen after
+	// every chunk of a cast.
+	var b strings.Builder
+	lines := 0 // newlines owed before the next non-blank line
+	for y := range s.e.Height() {
+		if y > 0 {
+			lines++
+		}
+		blanks := 0
+		for x := range s.e.Width() {
+			c := s.e.CellAt(x, y)
+			switch {
+			case c == nil || c.Width == 0 && c.Content == "":
+			case c.Content == "" || c.Content == " ":
+				blanks++
+			default:
+				for ; lines > 0; lines-- {
+					b.WriteByte('\n')
+				}
+				for ; blanks > 0; blanks-- {
+					b.WriteByte(' ')
+				}
+				b.WriteString(c.Content)
+			}
+		}
+	}
+	return b.String()
+}
+
+// Scrolled returns the lines scrolled off the top since the last call and
+// forgets them, so a caller keeps each once whatever the cap.
+func (s *Screen) Scrolled() []string {
+	sb := s.e.Scrollback()
+	out := make([]string, 0, sb.Len())
+	for _, l := range sb.Lines() {
+		out = append(out, row(l, false).Text())
+	}
+	s.e.ClearScrollback()
+	return out
+}
+
+// lineIndex is the cursor's line counted from the first scrolled off.
+func (s *Screen) lineIndex() int {
+	return s.e.ScrollbackLen() + s.e.CursorPosition().Y
+}
+
+func (s *Screen) screenRows(styled bool) []Row {
+	var out []Row
+	for y := range s.e.Height() {
+		line := make(uv.Line, s.e.Width())
+		for x := range line {
+			if c := s.e.CellAt(x, y); c != nil {
+				line[x] = *c
+			}
+		}
+		out = append(out, row(line, styled))
+	}
+	for len(out) > 0 && len(out[len(out)-1].Cells) == 0 {
+		out = out[:len(out)-1]
+	}
+	return out
+}
+
+// rows is the scrollback then the screen, down to the cursor's line: blank
+// lines a newline ended are lines, and so is the cursor's once written on.
+func (s *Screen) rows(styled bool) []Row {
+	var out []Row
+	for _, l := range s.e.Scrollback().Lines() {
+		out = append(out, row(l, styled))
+	}
+	screen := s.screenRows(styled)
+	cur := s.e.CursorPosition()
+	n := cur.Y
+	if cur.X > 0 {
+		n++
+	}
+	for len(screen) < min(n, s.e.Height()) {
+		screen = append(screen, Row{})
+	}
+	return append(out, screen...)
+}
+
+// row reads a line's cells: a wide character's second cell is left out and
+// trailing blanks are trimmed.
+func row(l uv.Line, styled bool) Row {
+	var cells []Cell
+	keep := 0
+	for _, c := range l {
+		if c.Width == 0 && c.Content == "" {
+			continue
+		}
+		text := c.Content
+		if text == "" {
+			text = " "
+		}
+		cell := Cell{Text: text}
+		if styled {
+			cell.Style = style(c.Style)
+		}
+		cells = append(cells, cell)
+		if text != " " {
+			keep = len(cells)
+		}
+	}
+	return Row{Cells: cells[:keep]}
+}
+
+func style(s uv.Style) Style {
+	return Style{
+		Fg:        colour(s.Fg),
+		Bg:        colour(s.Bg),
+		Bold:      s.Attrs&uv.AttrBold != 0,
+		Dim:       s.Attrs&uv.AttrFaint != 0,
+		Italic:    s.Attrs&uv.AttrItalic != 0,
+		Underline: s.Underline != ansi.NoUnderlineStyle,
+	}
+}
+
+// colour is c when it is one of the 16, else the default.
+func colour(c color.Color) Colour {
+	switch c := c.(type) {
+	case ansi.BasicColor:
+		return Colour(c + 1)
+	case ansi.IndexedColor:
+		if c < 16 {
+			return Colour(c + 1)
+		}
+	}
+	return 0
 }
 
 // ValidUTF8 replaces each byte that is not part of valid UTF-8 with U+FFFD,
@@ -119,197 +424,4 @@ func ValidUTF8(s string) string {
 		s = s[n:]
 	}
 	return b.String()
-}
-
-// screen is one line of cells with a cursor and the current style, and the
-// lines already ended: as rows when styled, else as text only (the scan
-// reads much output and keeps no cells).
-type screen struct {
-	cells  []Cell
-	col    int
-	style  Style
-	styled bool
-	lines  []string
-	rows   []Row
-}
-
-func (s *screen) text() string {
-	var b strings.Builder
-	for _, c := range s.cells {
-		b.WriteString(c.Text)
-	}
-	return b.String()
-}
-
-// end ends the current line at offset off.
-func (s *screen) end(off int) {
-	if s.styled {
-		s.rows = append(s.rows, Row{Cells: s.cells, End: off})
-		s.cells = nil
-	} else {
-		s.lines = append(s.lines, s.text())
-		s.cells = s.cells[:0]
-	}
-	s.col = 0
-}
-
-func (s *screen) write(data string) {
-	data = ValidUTF8(data)
-	p := ansi.NewParser()
-	var state byte
-	off := 0
-	for off < len(data) {
-		seq, width, n, next := ansi.DecodeSequence(data[off:], state, p)
-		if n <= 0 {
-			n = 1
-		}
-		state = next
-		off += n
-		switch {
-		case width > 0:
-			s.put(seq)
-		case len(seq) == 1:
-			s.control(seq[0], off)
-		case ansi.HasCsiPrefix(seq):
-			s.csi(p)
-		}
-	}
-	if len(s.cells) > 0 || s.col > 0 {
-		s.end(len(data))
-	}
-}
-
-// put writes one character at the cursor, overwriting what was there.
-func (s *screen) put(text string) {
-	for len(s.cells) < s.col {
-		s.cells = append(s.cells, Cell{Text: " "})
-	}
-	c := Cell{Text: text, Style: s.style}
-	if s.col < len(s.cells) {
-		s.cells[s.col] = c
-	} else {
-		s.cells = append(s.cells, c)
-	}
-	s.col++
-}
-
-// control applies a control character; off is just past it.
-func (s *screen) control(c byte, off int) {
-	switch c {
-	case '\n':
-		s.end(off)
-	case '\r':
-		s.col = 0
-	case '\b':
-		if s.col > 0 {
-			s.col--
-		}
-	case '\t':
-		// A tab is kept as itself: the page and the scan read it as text.
-		s.put("\t")
-	}
-}
-
-// csi applies the sequences that change which characters a line shows
-// (cursor movement along the line and erasing) and how they are drawn
-// (SGR). Titles and the rest change nothing a reader could see.
-func (s *screen) csi(p *ansi.Parser) {
-	cmd := ansi.Cmd(p.Command())
-	if cmd.Prefix() != 0 || cmd.Intermediate() != 0 {
-		return
-	}
-	n, _ := p.Param(0, 1)
-	switch cmd.Final() {
-	case 'm':
-		s.style.sgr(p.Params())
-	case 'C': // cursor forward
-		s.col += max(n, 1)
-	case 'D': // cursor back
-		s.col = max(s.col-max(n, 1), 0)
-	case 'G': // cursor to column
-		s.col = max(n, 1) - 1
-	case 'K': // erase in line
-		mode, _ := p.Param(0, 0)
-		switch mode {
-		case 0:
-			if s.col < len(s.cells) {
-				s.cells = s.cells[:s.col]
-			}
-		case 1:
-			for i := 0; i <= s.col && i < len(s.cells); i++ {
-				s.cells[i] = Cell{Text: " "}
-			}
-		case 2:
-			s.cells = s.cells[:0]
-		}
-	}
-}
-
-// sgr applies one SGR sequence's parameters; none at all, or an empty one,
-// is 0 (reset), as a terminal reads it. Unknown parameters are ignored.
-func (st *Style) sgr(ps ansi.Params) {
-	if len(ps) == 0 {
-		*st = Style{}
-		return
-	}
-	for i := 0; i < len(ps); i++ {
-		switch n := ps[i].Param(0); {
-		case n == 0:
-			*st = Style{}
-		case n == 1:
-			st.Bold = true
-		case n == 2:
-			st.Dim = true
-		case n == 3:
-			st.Italic = true
-		case n == 4:
-			st.Underline = true
-		case n == 22:
-			st.Bold, st.Dim = false, false
-		case n == 23:
-			st.Italic = false
-		case n == 24:
-			st.Underline = false
-		case n >= 30 && n <= 37:
-			st.Fg = Colour(n - 30 + 1)
-		case n == 39:
-			st.Fg = 0
-		case n >= 40 && n <= 47:
-			st.Bg = Colour(n - 40 + 1)
-		case n == 49:
-			st.Bg = 0
-		case n >= 90 && n <= 97:
-			st.Fg = Colour(n - 90 + 8 + 1)
-		case n >= 100 && n <= 107:
-			st.Bg = Colour(n - 100 + 8 + 1)
-		case n == 38 || n == 48:
-			var c Colour
-			read, colour := extendedColour(ps[i:])
-			if read == 0 {
-				// Not a colour the library can read: what follows
-				// cannot be told apart from its parameters.
-				i = len(ps)
-			} else {
-				c = colour
-				i += read - 1
-			}
-			if n == 38 {
-				st.Fg = c
-			} else {
-				st.Bg = c
-			}
-		}
-	}
-}
-
-// extendedColour reads a "38;5;n"-style colour (either separator) with
-// ansi.ReadStyleColor: the parameters it took (0 when it could not read
-// one) and the colour when it is an index under 16, else the default.
-func extendedColour(ps ansi.Params) (int, Colour) {
-	var c color.Color
-	read := ansi.ReadStyleColor(ps, &c)
-	if ix, ok := c.(ansi.ExtendedColor); ok && ix < 16 {
-		return read, Colour(ix + 1)
-	}
-	return read, 0
 }

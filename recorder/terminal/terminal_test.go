@@ -2,7 +2,9 @@ package terminal
 
 import (
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 func TestLines(t *testing.T) {
@@ -21,9 +23,42 @@ func TestLines(t *testing.T) {
 		{"cursor back and forward", "ab\x1b[2Dxy\x1b[3Cz\n", []string{"xy   z"}},
 		{"erase the line", "secret\x1b[2K\rshown\n", []string{"shown"}},
 		{"erase to the end of the line", "abcdef\r\x1b[3C\x1b[K\n", []string{"abc"}},
-		{"tabs stay, other controls go", "a\tb\x07c\n", []string{"a\tbc"}},
+		{"a tab moves to the next stop, other controls go", "a\tb\x07c\n", []string{"a       bc"}},
 		{"empty lines are kept", "a\r\n\r\nb\r\n", []string{"a", "", "b"}},
 		{"invalid UTF-8 shows as replacement characters", "a\xff\xfeb\n", []string{"a\uFFFD\uFFFDb"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := Lines(c.data); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("Lines(%q) = %q, want %q", c.data, got, c.want)
+			}
+		})
+	}
+}
+
+// TestWhatPlayersImplement: each sequence a player implements and the old
+// line model did not moves text where a player shows it.
+func TestWhatPlayersImplement(t *testing.T) {
+	cases := []struct {
+		name string
+		data string
+		want []string
+	}{
+		{"ESC 7 saves the cursor and ESC 8 restores it", "hun\x1b7XXXX\x1b8ter2\n", []string{"hunter2"}},
+		{"CSI s saves the cursor and CSI u restores it", "hun\x1b[sXXXX\x1b[uter2\n", []string{"hunter2"}},
+		{"CSI @ inserts characters", "hunr2\x1b[2D\x1b[2@te\n", []string{"hunter2"}},
+		{"CSI P deletes characters", "hunXXter2\x1b[6D\x1b[2P\n", []string{"hunter2"}},
+		{"CSI L inserts a line", "one\r\ntwo\r\n\x1b[1A\x1b[Linserted\r\n", []string{"one", "inserted", "two"}},
+		{"CSI M deletes a line", "one\r\ntwo\r\nthree\x1b[1A\x1b[M", []string{"one", "three"}},
+		{"cursor up overwrites an earlier line", "hunXXXX\r\nnext\x1b[1A\x1b[4Gter2\n", []string{"hunter2", "next"}},
+		// What leaves the region at its top is kept above the screen.
+		{"a scroll region scrolls only its rows", "top\r\n\x1b[2;3r\x1b[2Ha\r\nb\r\nc\x1b[r\x1b[4Hbottom", []string{"a", "top", "b", "c", "bottom"}},
+		{"the alternate screen hides the main one", "main\r\n\x1b[?1049halt screen\r\n", []string{"alt screen"}},
+		{"leaving the alternate screen shows the main one again", "main\r\n\x1b[?1049halt\x1b[?1049l", []string{"main"}},
+		{"a wide character takes two columns", "日本\x1b[2Dx\n", []string{"日x"}},
+		{"overwriting half a wide character blanks it", "日本\x1b[3Dx\n", []string{" x本"}},
+		{"a cursor past the width wraps what follows", "\x1b[9999Cfar\n", []string{strings.Repeat(" ", Width-1) + "f", "ar"}},
+		{"queries are answered, not shown", "\x1b[6n\x1b[cok", []string{"ok"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -124,5 +159,68 @@ func TestRowEndIsWhereTheLineEnded(t *testing.T) {
 	}
 	if got := Lines(data); !reflect.DeepEqual(got, []string{"one", "two", "", "thr"}) {
 		t.Errorf("Lines = %q", got)
+	}
+}
+
+// TestPlainTextIsWhatTheEmulatorShows: the shortcut for printable text
+// gives what the emulator gives.
+func TestPlainTextIsWhatTheEmulatorShows(t *testing.T) {
+	for _, data := range []string{"", "a", "a\n", "a\n\n", "\n", "one  \ntwo\n\nthree   ", strings.Repeat("x", 300) + "\ny"} {
+		plain, ok := plainRows(data)
+		if !ok {
+			t.Fatalf("%q is not plain", data)
+		}
+		// A bell is dropped by the emulator and keeps the shortcut off;
+		// it moves only the last line's end.
+		emulated := Rows(data + "\a")
+		if len(plain) != len(emulated) {
+			t.Fatalf("%q: %d plain rows, %d from the emulator", data, len(plain), len(emulated))
+		}
+		for i := range plain {
+			end := emulated[i].End
+			if i == len(plain)-1 {
+				end = min(end, len(data))
+			}
+			if plain[i].Text() != emulated[i].Text() || plain[i].End != end {
+				t.Errorf("%q row %d: plain %q ending at %d, the emulator's %q at %d", data, i, plain[i].Text(), plain[i].End, emulated[i].Text(), end)
+			}
+		}
+	}
+}
+
+// TestShownIsTheScreen: the screen as Shown reads it is the screen's rows
+// as Lines reads them.
+func TestShownIsTheScreen(t *testing.T) {
+	s := NewScreen(20, 4)
+	defer s.Close()
+	s.Write("one\r\n\r\n  three 日本\x1b[3;18Hx\r\nfour\r\nfive")
+	if got, want := s.Shown(), "\n  three 日本     x\nfour\nfive"; got != want {
+		t.Errorf("Shown = %q, want %q", got, want)
+	}
+	if got := s.Scrolled(); !reflect.DeepEqual(got, []string{"one"}) {
+		t.Errorf("Scrolled = %q, want the line scrolled off", got)
+	}
+	if got := s.Scrolled(); len(got) != 0 {
+		t.Errorf("Scrolled again = %q, want nothing new", got)
+	}
+}
+
+// TestHugeParametersAreCapped: a repeat or tab count of billions ends at
+// once, and a position past any screen still goes to its edge.
+func TestHugeParametersAreCapped(t *testing.T) {
+	start := time.Now()
+	lines := Lines("x\x1b[2000000000b\r\n\x1b[2000000000I|\x1b[2000000000Z|\x1b[99999999999Gend\r\n\u009b99999999999b")
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %s", d)
+	}
+	n := 0
+	for _, l := range lines {
+		n += strings.Count(l, "x")
+	}
+	if n == 0 || n > 10_000 {
+		t.Errorf("%d repeats, want the first at most 10,000", n)
+	}
+	if !strings.Contains(Text("ab\x1b[1;99999Hz"), "ab"+strings.Repeat(" ", Width-3)+"z") {
+		t.Errorf("a capped column is not the screen's edge: %q", Text("ab\x1b[1;99999Hz"))
 	}
 }
