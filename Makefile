@@ -12,7 +12,7 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 
 # Debian packages the tests need (binary that proves each one is there).
-HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres iproute2:/usr/sbin/ip git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium asciinema:/usr/bin/asciinema npm:/usr/bin/npm
+HOST_PACKAGES := postgresql-15:/usr/lib/postgresql/15/bin/postgres iproute2:/usr/sbin/ip git:/usr/bin/git jq:/usr/bin/jq chromium:/usr/bin/chromium npm:/usr/bin/npm
 
 .PHONY: test host-deps envtest generate check-generated lint scenarios recording unit demo site-deps
 .DEFAULT_GOAL := test
@@ -96,13 +96,18 @@ recording:
 	  out=$$(mktemp -d) && $(GO) run ./cmd/site -recording demo/recordings -out $$out/site && rm -rf $$out; \
 	else echo "recording: none committed yet"; fi
 
-## site-deps: axe-core, which the site's browser test runs on every page, as pinned in site/package-lock.json
-## (npm ci checks its integrity; npm's cache serves it without a network after the first install)
+## site-deps: what the site's tests run in node and Chromium, as pinned in site/package-lock.json: axe-core (the
+## accessibility rules the browser test runs on every page) and @xterm/headless (the emulator the casts are played in)
+## (npm ci checks their integrity; npm's cache serves them without a network after the first install)
+SITE_PACKAGES := axe-core @xterm/headless
 site-deps:
-	@want=$$(jq -r '.packages["node_modules/axe-core"].version' site/package-lock.json); \
-	have=$$(jq -r .version site/node_modules/axe-core/package.json 2>/dev/null || true); \
-	if [ "$$have" = "$$want" ]; then echo "site-deps: axe-core $$have present"; \
-	else cd site && npm ci --prefer-offline --no-audit --no-fund; fi
+	@stale=""; for p in $(SITE_PACKAGES); do \
+	  want=$$(jq -r --arg p "node_modules/$$p" '.packages[$$p].version' site/package-lock.json); \
+	  have=$$(jq -r .version site/node_modules/$$p/package.json 2>/dev/null || true); \
+	  [ "$$have" = "$$want" ] || stale="$$stale $$p"; \
+	done; \
+	if [ -z "$$stale" ]; then echo "site-deps: $(SITE_PACKAGES) present as the lockfile pins them"; \
+	else echo "site-deps: installing$$stale"; cd site && npm ci --prefer-offline --no-audit --no-fund; fi
 
 ## unit: the Go tests; the real components' start-up times are printed first
 unit: site-deps

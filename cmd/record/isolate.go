@@ -163,7 +163,6 @@ func (is *isolation) runner(base *session.Runner, iso isolated, progress io.Writ
 	r.Observer = obs
 	r.Normalizer.Names = iso.names
 	labNS, _ := is.lab.Lookup("NAMESPACE")
-	r.Namespaces = append(append([]string(nil), base.Namespaces...), iso.namespace)
 	r.Placeholders = append([]string(nil), base.Placeholders...)
 	for _, p := range base.Placeholders {
 		if name, ok := strings.CutPrefix(p, labNS+"/"); ok {

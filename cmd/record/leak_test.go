@@ -10,9 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"ptah.run/operator/acceptance/testenv"
 	"ptah.run/operator/recorder/opsource"
@@ -26,6 +30,13 @@ const (
 	ociPassword = "oci-Pa55word-lab7"
 	labGen      = "lab-Gen3rated-pw9"
 	appPassword = "clusterOnly-Pw-771"
+	// Values of Secrets outside the lab's namespaces: a bootstrap token in
+	// kube-system, a service-account token elsewhere, and one a step
+	// creates and deletes (its command builds it from two halves, so the
+	// command itself does not hold it).
+	bootstrapSecret = "k7bq2x9mw3ts8v4z"
+	saToken         = "saTok-Elsewhere-5523"
+	fleeting        = "Fleeting-Val-8821"
 )
 
 type leakLab struct {
@@ -39,7 +50,7 @@ func startLeakLab(t *testing.T) *leakLab {
 	api := testenv.StartAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(api.Config)
 	ctx := context.Background()
-	for _, ns := range []string{"ptah-demo", "ptah-system"} {
+	for _, ns := range []string{"ptah-demo", "ptah-system", "elsewhere"} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -56,6 +67,11 @@ func startLeakLab(t *testing.T) *leakLab {
 		{ObjectMeta: metav1.ObjectMeta{Name: "demo-database-broken", Namespace: "ptah-demo"}, StringData: map[string]string{
 			"url": "postgres://nobody:nobody@demo-postgres-absent.ptah-demo.svc:5432/storefront?sslmode=disable"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "spare", Namespace: "ptah-demo"}, StringData: map[string]string{"x": "placeholder-x"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-k7bq2x", Namespace: "kube-system"}, Type: corev1.SecretTypeBootstrapToken,
+			StringData: map[string]string{"token-id": "k7bq2x", "token-secret": bootstrapSecret, "usage-bootstrap-authentication": "true"}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "builder-token", Namespace: "elsewhere", Annotations: map[string]string{corev1.ServiceAccountNameKey: "builder"}},
+			Type: corev1.SecretTypeServiceAccountToken, StringData: map[string]string{"token": saToken}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "public-note", Namespace: "elsewhere"}, StringData: map[string]string{"note": "nothing-secret-here"}},
 	} {
 		if _, err := cs.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -78,7 +94,7 @@ func startLeakLab(t *testing.T) *leakLab {
 	env := filepath.Join(lab, "environment")
 	if err := os.WriteFile(env, []byte("KUBECONFIG="+api.Kubeconfig+"\nNAMESPACE=ptah-demo\nOPERATOR_NAMESPACE=ptah-system\n"+
 		"REGISTRY_IN_CLUSTER=registry.ptah-demo.svc:5000\nPTAH_OCI_USERNAME=ptah\nPTAH_OCI_PASSWORD="+ociPassword+
-		"\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_PLACEHOLDERS=ptah-demo/demo-database-broken,ptah-demo/spare\n"+
+		"\nPTAH_LAB_RUN_ID=k7q2x9\nPTAH_LAB_SECRETS=secrets\nPTAH_LAB_PLACEHOLDERS=ptah-demo/demo-database-broken,ptah-demo/spare,elsewhere/public-note\n"+
 		"PTAH_LAB_OPERATOR_SOURCE="+src.Digest+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -151,6 +167,10 @@ func TestLeaksAreRefused(t *testing.T) {
 		{"a Secret's value in a claim", "  - note: Look for it.\n    run: \"true\"\n    expect:\n      exit: 0\n      stdout_absent: [" + appPassword + "]\n", "step 1 check claim", "demo-database"},
 		{"a Secret's value in a note", "  - note: The password is " + appPassword + ".\n    run: \"true\"\n    expect:\n      exit: 0\n", "step 1 note", "demo-database"},
 		{"a real value copied into a placeholder Secret", step(`kubectl -n "$NAMESPACE" get secret demo-database -o json | jq '.metadata = {name: "spare"}' | kubectl -n "$NAMESPACE" apply -f - >/dev/null && kubectl -n "$NAMESPACE" get secret spare -o jsonpath='{.data.url}'`), "step 1 terminal", "demo-database"},
+		// Secrets anywhere in the cluster, of every type.
+		{"a bootstrap token in kube-system", step(`kubectl -n kube-system get secret bootstrap-token-k7bq2x -o jsonpath='{.data.token-secret}' | base64 -d`), "step 1 terminal", "kube-system/bootstrap-token-k7bq2x"},
+		{"a service-account token Secret", step(`kubectl -n elsewhere get secret builder-token -o jsonpath='{.data.token}' | base64 -d`), "step 1 terminal", "elsewhere/builder-token"},
+		{"a Secret that existed only during the step", step(`v="Fleeting"; v="$v-Val-8821"; kubectl -n elsewhere create secret generic fleeting --from-literal=k="$v" >/dev/null && echo "$v" && kubectl -n elsewhere delete secret fleeting >/dev/null`), "step 1 terminal", "elsewhere/fleeting"},
 		// The kubeconfig the steps run with.
 		{"the kubeconfig", step(`cat "$KUBECONFIG"`), "step 1 terminal", "kubeconfig"},
 		{"the kubeconfig through kubectl", step(`kubectl config view --raw`), "step 1 terminal", "kubeconfig"},
@@ -166,7 +186,7 @@ func TestLeaksAreRefused(t *testing.T) {
 			if code != 1 || !strings.Contains(stderr, "refused") || !strings.Contains(stderr, c.where) || !strings.Contains(stderr, c.kind) {
 				t.Errorf("record exited %d; want a refusal naming %q and %q:\n%s", code, c.where, c.kind, stderr)
 			}
-			for _, v := range []string{ociPassword, labGen, appPassword, "sys-Token-0451-xyz"} {
+			for _, v := range []string{ociPassword, labGen, appPassword, "sys-Token-0451-xyz", bootstrapSecret, saToken, fleeting} {
 				if strings.Contains(strings.ToLower(stderr), strings.ToLower(v)) || strings.Contains(stderr, base64.StdEncoding.EncodeToString([]byte(v))) {
 					t.Errorf("the refusal prints a credential:\n%s", stderr)
 				}
@@ -194,7 +214,8 @@ func TestLeaksAreRefused(t *testing.T) {
 	t.Run("what is published on purpose is recorded", func(t *testing.T) {
 		code, stderr, out := l.record(t, step(`echo "user $PTAH_OCI_USERNAME at $REGISTRY_IN_CLUSTER in $NAMESPACE"; kubectl -n "$NAMESPACE" get secrets`)+
 			step(`kubectl -n "$NAMESPACE" get secret demo-registry -o jsonpath='{.data.username}{"\n"}'`)+
-			"  - note: The placeholders are not credentials.\n    run: kubectl -n \"$NAMESPACE\" get secret demo-database-broken -o jsonpath='{.data.url}' | base64 -d\n    expect:\n      exit: 0\n      stdout_contains: [\"nobody:nobody\"]\n")
+			"  - note: The placeholders are not credentials.\n    run: kubectl -n \"$NAMESPACE\" get secret demo-database-broken -o jsonpath='{.data.url}' | base64 -d\n    expect:\n      exit: 0\n      stdout_contains: [\"nobody:nobody\"]\n"+
+			"  - note: Nor one in another namespace.\n    run: kubectl -n elsewhere get secret public-note -o jsonpath='{.data.note}' | base64 -d\n    expect:\n      exit: 0\n      stdout_contains: [\"nothing-secret-here\"]\n")
 		if code != 0 {
 			t.Fatalf("record exited %d:\n%s", code, stderr)
 		}
@@ -250,5 +271,59 @@ func TestHeavyStepsEndInsideTheirBounds(t *testing.T) {
 				t.Errorf("a refused recording wrote %d files", len(entries))
 			}
 		})
+	}
+}
+
+// TestAccountThatCannotListSecretsClusterWideIsRefused: an account that may
+// read Secrets only in the lab's namespace cannot know the others, so the
+// recorder refuses before anything runs and says which permission it lacks.
+func TestAccountThatCannotListSecretsClusterWideIsRefused(t *testing.T) {
+	l := startLeakLab(t)
+	ctx := context.Background()
+	cs := kubernetes.NewForConfigOrDie(l.api.Config)
+	if _, err := cs.CoreV1().ServiceAccounts("ptah-demo").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "narrow"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().Roles("ptah-demo").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "narrow"},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{"*"}, Resources: []string{"*"}, Verbs: []string{"*"}}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.RbacV1().RoleBindings("ptah-demo").Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "narrow"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "narrow"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "narrow", Namespace: "ptah-demo"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := cs.CoreV1().ServiceAccounts("ptah-demo").CreateToken(ctx, "narrow", &authv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["lab"] = &clientcmdapi.Cluster{Server: l.api.Config.Host, CertificateAuthorityData: l.api.Config.CAData}
+	kc.AuthInfos["narrow"] = &clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	kc.Contexts["lab"] = &clientcmdapi.Context{Cluster: "lab", AuthInfo: "narrow", Namespace: "ptah-demo"}
+	kc.CurrentContext = "lab"
+	file := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, file); err != nil {
+		t.Fatal(err)
+	}
+	env, err := os.ReadFile(l.env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	narrowEnv := strings.Replace(string(env), "KUBECONFIG="+l.api.Kubeconfig, "KUBECONFIG="+file, 1)
+	if err := os.WriteFile(l.env, []byte(narrowEnv), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr, out := l.record(t, step(`echo hello`))
+	if code != 1 || !strings.Contains(stderr, "may not list Secrets at cluster scope") || !strings.Contains(stderr, "list and watch on secrets in all namespaces") || !strings.Contains(stderr, "nothing was written") {
+		t.Errorf("record exited %d; want a refusal naming the missing permission:\n%s", code, stderr)
+	}
+	for _, v := range []string{appPassword, bootstrapSecret, saToken, tok.Status.Token} {
+		if strings.Contains(stderr, v) {
+			t.Errorf("the refusal prints a credential:\n%s", stderr)
+		}
+	}
+	if entries, _ := os.ReadDir(filepath.Dir(out)); len(entries) != 0 {
+		t.Errorf("a refused recording wrote %d files (recording or JUnit report) into %s", len(entries), filepath.Dir(out))
 	}
 }

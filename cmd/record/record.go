@@ -79,6 +79,12 @@ func recordAll(ctx context.Context, o options, stdout, stderr io.Writer) (int, e
 	if err != nil {
 		return 1, err
 	}
+	// An account that cannot read every Secret is refused before any
+	// scenario runs, so no report (a JUnit file included) is written from
+	// output scanned with values missing.
+	if _, err := runner.Learn(ctx); err != nil {
+		return 1, err
+	}
 
 	iso := newIsolation(lab, root)
 	parallel := o.parallel
@@ -288,12 +294,6 @@ func newRunner(lab *labenv.Lab, root string, stderr io.Writer) (*session.Runner,
 	}
 	if r.Credentials, err = lab.Credentials(lab.Public(names)); err != nil {
 		return nil, err
-	}
-	// The namespaces the lab manages: every Secret in them is a credential.
-	for _, n := range []string{"NAMESPACE", "OPERATOR_NAMESPACE"} {
-		if v, ok := lab.Lookup(n); ok && v != "" {
-			r.Namespaces = append(r.Namespaces, v)
-		}
 	}
 	r.Placeholders = lab.Placeholders
 	r.Lab = lab

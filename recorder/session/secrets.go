@@ -4,36 +4,156 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"ptah.run/operator/recorder/credential"
 )
 
-// AddSecrets adds every value of every Secret in the namespaces, with the
-// parts each value carries, to set; the Secrets named in placeholders
-// (namespace/name) hold no credential and are left out. A value they share
-// with another Secret or the lab's files is still known from there.
-func AddSecrets(ctx context.Context, cfg *rest.Config, namespaces, placeholders []string, set *credential.Set) error {
+// AddSecrets adds every value of every Secret the account can list, in
+// every namespace and of every type (service-account and bootstrap tokens
+// included), with the parts each value carries, to set; the Secrets named
+// in placeholders (namespace/name) hold no credential and are left out. A
+// value they share with another Secret or the lab's files is still known
+// from there. It returns the list's resource version, from which
+// WatchSecrets misses nothing.
+func AddSecrets(ctx context.Context, cfg *rest.Config, placeholders []string, set *credential.Set) (string, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("read Secrets: %w", err)
+		return "", fmt.Errorf("read Secrets: %w", err)
 	}
-	for _, ns := range namespaces {
-		list, err := cs.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			return fmt.Errorf("refused: cannot list the Secrets of namespace %s, so cannot keep their values out of the recording: %w; nothing was written", ns, err)
+	list, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", refusal("list", err)
+	}
+	for i := range list.Items {
+		addSecret(&list.Items[i], placeholders, set)
+	}
+	return list.ResourceVersion, nil
+}
+
+// refusal is the error for a Secret read the account is not allowed, or
+// that failed: a value the recorder does not know it cannot keep back.
+func refusal(verb string, err error) error {
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("refused: the recording account may not %s Secrets at cluster scope (it needs list and watch on secrets in all namespaces, a ClusterRole bound by a ClusterRoleBinding), so the recorder cannot keep their values out of the recording: %w; nothing was written", verb, err)
+	}
+	return fmt.Errorf("refused: cannot %s the Secrets of the cluster, so cannot keep their values out of the recording: %w; nothing was written", verb, err)
+}
+
+func addSecret(s *corev1.Secret, placeholders []string, set *credential.Set) {
+	if slices.Contains(placeholders, s.Namespace+"/"+s.Name) {
+		return
+	}
+	for key, v := range s.Data {
+		// A bootstrap token's id is the suffix of its Secret's name,
+		// public by design; the token is id.secret.
+		if s.Type == corev1.SecretTypeBootstrapToken && key == "token-id" {
+			if sec, ok := s.Data["token-secret"]; ok {
+				set.Add(append(append(append([]byte(nil), v...), '.'), sec...), fmt.Sprintf("the bootstrap token of Secret %s/%s", s.Namespace, s.Name))
+			}
+			continue
 		}
-		for _, s := range list.Items {
-			if slices.Contains(placeholders, ns+"/"+s.Name) {
-				continue
+		set.AddValue(v, fmt.Sprintf("the value of Secret %s/%s key %s", s.Namespace, s.Name, key))
+	}
+}
+
+// settle is how long Stop keeps reading a watch after its last event: the
+// events of what a step did just before it ended may still be on their way.
+const settle = 300 * time.Millisecond
+
+// SecretWatch is a watch of every Secret in the cluster, from a resource
+// version on, collecting what each event carries.
+type SecretWatch struct {
+	w            watch.Interface
+	placeholders []string
+	done         chan struct{}
+	mu           sync.Mutex
+	seen         []*corev1.Secret
+	stopped      bool
+	err          error
+}
+
+// WatchSecrets starts watching every Secret in the cluster from version
+// (AddSecrets's), so a Secret that is created and deleted between two lists
+// is still seen.
+func WatchSecrets(ctx context.Context, cfg *rest.Config, version string, placeholders []string) (*SecretWatch, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("watch Secrets: %w", err)
+	}
+	w, err := cs.CoreV1().Secrets("").Watch(ctx, metav1.ListOptions{ResourceVersion: version})
+	if err != nil {
+		return nil, refusal("watch", err)
+	}
+	sw := &SecretWatch{w: w, placeholders: placeholders, done: make(chan struct{})}
+	go sw.read()
+	return sw, nil
+}
+
+func (sw *SecretWatch) read() {
+	defer close(sw.done)
+	defer func() {
+		sw.mu.Lock()
+		defer sw.mu.Unlock()
+		// The server ends a watch after a while: what happened after
+		// that is unknown.
+		if !sw.stopped && sw.err == nil {
+			sw.err = fmt.Errorf("refused: the watch of the cluster's Secrets ended before the step did, so a value that existed during the step may be unknown; nothing was written")
+		}
+	}()
+	for ev := range sw.w.ResultChan() {
+		sw.mu.Lock()
+		switch ev.Type {
+		case watch.Added, watch.Modified, watch.Deleted:
+			if s, ok := ev.Object.(*corev1.Secret); ok {
+				sw.seen = append(sw.seen, s)
 			}
-			for key, v := range s.Data {
-				set.AddValue(v, fmt.Sprintf("the value of Secret %s/%s key %s", ns, s.Name, key))
+		case watch.Error:
+			// An expired version or a dropped watch: what happened since
+			// is unknown, so the step's values are not all known. Stopping
+			// the watch closes its stream, which is reported as an error
+			// too.
+			if sw.err == nil && !sw.stopped {
+				sw.err = refusal("watch", apierrors.FromObject(ev.Object))
 			}
+		}
+		sw.mu.Unlock()
+	}
+}
+
+// Stop ends the watch once it has been quiet for a moment and adds every
+// value it saw to set. A watch that failed is an error.
+func (sw *SecretWatch) Stop(set *credential.Set) error {
+	for n := -1; ; {
+		sw.mu.Lock()
+		seen := len(sw.seen)
+		sw.mu.Unlock()
+		if seen == n {
+			break
+		}
+		n = seen
+		select {
+		case <-sw.done:
+		case <-time.After(settle):
 		}
 	}
-	return nil
+	sw.mu.Lock()
+	sw.stopped = true
+	sw.mu.Unlock()
+	sw.w.Stop()
+	<-sw.done
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	for _, s := range sw.seen {
+		addSecret(s, sw.placeholders, set)
+	}
+	return sw.err
 }

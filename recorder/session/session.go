@@ -38,12 +38,12 @@ type Runner struct {
 	Config     *rest.Config
 	Normalizer normalize.Normalizer
 	// Credentials are what must not be published; the values of every
-	// Secret in Namespaces are added to it before and after every step, so
-	// a value that existed only during a step is still known when the
-	// recording is published. Nil means no credential is known but the
-	// shapes are still refused.
+	// Secret in the cluster are added to it before and after every step,
+	// and those of every Secret a watch sees during a step, so a value that
+	// existed only for a moment is still known when the recording is
+	// published (the publication is scanned with the final set). Nil means
+	// no credential is known but the shapes are still refused.
 	Credentials *credential.Set
-	Namespaces  []string
 	// Placeholders are Secrets (namespace/name) whose values are not
 	// credentials (labenv.Lab.Placeholders).
 	Placeholders []string
@@ -198,9 +198,18 @@ func (r *Runner) Run(ctx context.Context, s scenario.Scenario) (recording.Scenar
 		}
 		ru.progress.set(n, "running "+firstLine(st.Run))
 		started := time.Since(begin)
+		// Secrets are watched while the command runs: one it creates and
+		// deletes is never in a list.
+		w, err := ru.watch(ctx)
+		if err != nil {
+			return recording.Scenario{}, ru.fail(ctx, n, nil, stepStart, err)
+		}
 		cmdStart := time.Now()
 		res, err := ru.command(ctx, n, st)
 		ran := float64(time.Since(cmdStart).Milliseconds()) / 1000
+		if werr := ru.unwatch(w); err == nil {
+			err = werr
+		}
 		if lerr := ru.learn(ctx); err == nil {
 			err = lerr
 		}
@@ -331,7 +340,7 @@ func (ru *run) fail(ctx context.Context, step int, o *scenario.Observation, sinc
 	return f
 }
 
-// Learn reads the Secrets of the Runner's namespaces into its credentials
+// Learn reads the cluster's Secrets into the Runner's credentials
 // once more and returns a scanner for everything known so far.
 func (r *Runner) Learn(ctx context.Context) (*credential.Scanner, error) {
 	ru := &run{Runner: r}
@@ -382,20 +391,51 @@ func bounded(res execute.Result, what string, deadline time.Duration) error {
 	return nil
 }
 
-// learn reads every Secret in the Runner's namespaces into its credentials
-// and renews the scanner. A Secret that cannot be read is an error: the
-// recorder cannot keep back what it does not know.
+// learn reads every Secret the Runner's account can list, cluster-wide,
+// into its credentials and renews the scanner. A Secret that cannot be read
+// is an error: the recorder cannot keep back what it does not know.
 func (ru *run) learn(ctx context.Context) error {
+	_, err := ru.list(ctx)
+	return err
+}
+
+func (ru *run) list(ctx context.Context) (string, error) {
 	if ru.Credentials == nil {
-		return nil
+		return "", nil
 	}
-	if len(ru.Namespaces) > 0 && ru.Config != nil {
-		if err := AddSecrets(ctx, ru.Config, ru.Namespaces, ru.Placeholders, ru.Credentials); err != nil {
-			return err
+	var version string
+	if ru.Config != nil {
+		v, err := AddSecrets(ctx, ru.Config, ru.Placeholders, ru.Credentials)
+		if err != nil {
+			return "", err
 		}
+		version = v
 	}
 	ru.scanner = credential.NewScanner(ru.Credentials.Credentials())
-	return nil
+	return version, nil
+}
+
+// watch lists the Secrets once more and watches them from there; nil when
+// the Runner reads no cluster.
+func (ru *run) watch(ctx context.Context) (*SecretWatch, error) {
+	if ru.Credentials == nil || ru.Config == nil {
+		return nil, nil
+	}
+	version, err := ru.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return WatchSecrets(ctx, ru.Config, version, ru.Placeholders)
+}
+
+// unwatch stops w and adds what it saw to the credentials.
+func (ru *run) unwatch(w *SecretWatch) error {
+	if w == nil {
+		return nil
+	}
+	err := w.Stop(ru.Credentials)
+	ru.scanner = credential.NewScanner(ru.Credentials.Credentials())
+	return err
 }
 
 func timeoutOf(s string, def time.Duration) time.Duration {

@@ -200,6 +200,9 @@ type Screen struct {
 	// parameters (see capped).
 	esc, c2, csi bool
 	digits       int
+	// Lines an ED 3 erased from the scrollback before Scrolled handed
+	// them over.
+	cleared []string
 }
 
 // NewScreen returns an empty screen of width columns and height rows.
@@ -215,7 +218,28 @@ func NewScreen(width, height int) *Screen {
 		_, _ = e.WriteString("\x1b8")
 		return true
 	})
-	return &Screen{e: e}
+	s := &Screen{e: e}
+	e.RegisterCsiHandler('J', func(p ansi.Params) bool {
+		switch n, _, _ := p.Param(0, 0); n {
+		case 2:
+			// Players erase the screen in place; the emulator also copies
+			// it into its scrollback, where no player has it. Erasing up
+			// to the cursor and from it is the same erase without the copy.
+			_, _ = e.WriteString("\x1b[1J\x1b[0J")
+			return true
+		case 3:
+			// Players erase the scrollback and leave the screen; the
+			// emulator erases both. What the scrollback held is still
+			// handed to Scrolled, whose caller has not seen it yet.
+			for _, l := range e.Scrollback().Lines() {
+				s.cleared = append(s.cleared, row(l, false).Text())
+			}
+			e.ClearScrollback()
+			return true
+		}
+		return false
+	})
+	return s
 }
 
 // Write feeds data to the terminal.
@@ -308,7 +332,8 @@ func (s *Screen) Shown() string {
 // forgets them, so a caller keeps each once whatever the cap.
 func (s *Screen) Scrolled() []string {
 	sb := s.e.Scrollback()
-	out := make([]string, 0, sb.Len())
+	out := append(make([]string, 0, len(s.cleared)+sb.Len()), s.cleared...)
+	s.cleared = nil
 	for _, l := range sb.Lines() {
 		out = append(out, row(l, false).Text())
 	}

@@ -1,6 +1,7 @@
 package terminal
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -53,6 +54,8 @@ func TestWhatPlayersImplement(t *testing.T) {
 		{"cursor up overwrites an earlier line", "hunXXXX\r\nnext\x1b[1A\x1b[4Gter2\n", []string{"hunter2", "next"}},
 		// What leaves the region at its top is kept above the screen.
 		{"a scroll region scrolls only its rows", "top\r\n\x1b[2;3r\x1b[2Ha\r\nb\r\nc\x1b[r\x1b[4Hbottom", []string{"a", "top", "b", "c", "bottom"}},
+		{"CSI 2 J erases the screen in place, keeping nothing of it above", "gone\r\n\x1b[2Jshown\n", []string{"", "shown"}},
+		{"CSI 3 J erases what is above the screen and leaves the screen", lines(0, 30) + "\x1b[3J", strings.Split(strings.TrimSuffix(lines(7, 30), "\r\n"), "\r\n")},
 		{"the alternate screen hides the main one", "main\r\n\x1b[?1049halt screen\r\n", []string{"alt screen"}},
 		{"leaving the alternate screen shows the main one again", "main\r\n\x1b[?1049halt\x1b[?1049l", []string{"main"}},
 		{"a wide character takes two columns", "日本\x1b[2Dx\n", []string{"日x"}},
@@ -222,5 +225,29 @@ func TestHugeParametersAreCapped(t *testing.T) {
 	}
 	if !strings.Contains(Text("ab\x1b[1;99999Hz"), "ab"+strings.Repeat(" ", Width-3)+"z") {
 		t.Errorf("a capped column is not the screen's edge: %q", Text("ab\x1b[1;99999Hz"))
+	}
+}
+
+// lines is "line i\r\n" for i from first to end-1.
+func lines(first, end int) string {
+	var b strings.Builder
+	for i := first; i < end; i++ {
+		fmt.Fprintf(&b, "line %d\r\n", i)
+	}
+	return b.String()
+}
+
+// TestScrolledKeepsWhatAnEraseTookAway: CSI 3 J erases the scrollback a
+// player shows, but the lines it held are still handed to Scrolled, so a
+// scan that reads after every chunk sees every line that left the screen.
+func TestScrolledKeepsWhatAnEraseTookAway(t *testing.T) {
+	s := NewScreen(20, 2)
+	defer s.Close()
+	s.Write("one\r\ntwo\r\nthree\r\n\x1b[3Jfour\r\n")
+	if got, want := s.Scrolled(), []string{"one", "two", "three"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Scrolled() = %q, want %q", got, want)
+	}
+	if got := s.Scrolled(); len(got) != 0 {
+		t.Errorf("Scrolled() again = %q, want nothing", got)
 	}
 }
