@@ -295,6 +295,7 @@ func newRunner(lab *labenv.Lab, root string, stderr io.Writer) (*session.Runner,
 	if r.Credentials, err = lab.Credentials(lab.Public(names)); err != nil {
 		return nil, err
 	}
+	r.LearnSecrets = true
 	r.Placeholders = lab.Placeholders
 	r.Lab = lab
 	return r, nil

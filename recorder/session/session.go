@@ -44,6 +44,11 @@ type Runner struct {
 	// published (the publication is scanned with the final set). Nil means
 	// no credential is known but the shapes are still refused.
 	Credentials *credential.Set
+	// LearnSecrets: the account lists every Secret of the cluster into
+	// Credentials before and after each step and watches them during it
+	// (the recorder, which publishes). A repetition run as a reader, who
+	// may not read Secrets and publishes nothing, leaves it off.
+	LearnSecrets bool
 	// Placeholders are Secrets (namespace/name) whose values are not
 	// credentials (labenv.Lab.Placeholders).
 	Placeholders []string
@@ -404,7 +409,7 @@ func (ru *run) list(ctx context.Context) (string, error) {
 		return "", nil
 	}
 	var version string
-	if ru.Config != nil {
+	if ru.Config != nil && ru.LearnSecrets {
 		v, err := AddSecrets(ctx, ru.Config, ru.Placeholders, ru.Credentials)
 		if err != nil {
 			return "", err
@@ -418,7 +423,7 @@ func (ru *run) list(ctx context.Context) (string, error) {
 // watch lists the Secrets once more and watches them from there; nil when
 // the Runner reads no cluster.
 func (ru *run) watch(ctx context.Context) (*SecretWatch, error) {
-	if ru.Credentials == nil || ru.Config == nil {
+	if ru.Credentials == nil || ru.Config == nil || !ru.LearnSecrets {
 		return nil, nil
 	}
 	version, err := ru.list(ctx)

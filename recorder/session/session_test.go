@@ -49,9 +49,10 @@ func newRunner(t *testing.T, api *testenv.APIServer, obs *observe.Observer) *Run
 		Shell: execute.Shell{Dir: t.TempDir(), Timeout: time.Minute, Env: []string{
 			"KUBECONFIG=" + api.Kubeconfig, "NAMESPACE=default", "PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
 		}},
-		Observer:    obs,
-		Config:      api.Config,
-		Credentials: plantedSet(),
+		Observer:     obs,
+		Config:       api.Config,
+		Credentials:  plantedSet(),
+		LearnSecrets: true,
 	}
 }
 
