@@ -50,7 +50,7 @@ func startLeakLab(t *testing.T) *leakLab {
 	api := testenv.StartAPIServer(t)
 	cs := kubernetes.NewForConfigOrDie(api.Config)
 	ctx := context.Background()
-	for _, ns := range []string{"ptah-demo", "ptah-system", "elsewhere"} {
+	for _, ns := range []string{"ptah-demo", "ptah-system", "elsewhere", "ptah-demo-beside"} {
 		if _, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -67,6 +67,10 @@ func startLeakLab(t *testing.T) *leakLab {
 		{ObjectMeta: metav1.ObjectMeta{Name: "demo-database-broken", Namespace: "ptah-demo"}, StringData: map[string]string{
 			"url": "postgres://nobody:nobody@demo-postgres-absent.ptah-demo.svc:5432/storefront?sslmode=disable"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "spare", Namespace: "ptah-demo"}, StringData: map[string]string{"x": "placeholder-x"}},
+		// The placeholder as a scenario running beside this one has it, in
+		// a namespace of its own no placeholder names.
+		{ObjectMeta: metav1.ObjectMeta{Name: "demo-database-broken", Namespace: "ptah-demo-beside"}, StringData: map[string]string{
+			"url": "postgres://nobody:nobody@demo-postgres-absent.ptah-demo-beside.svc:5432/storefront_beside?sslmode=disable"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-k7bq2x", Namespace: "kube-system"}, Type: corev1.SecretTypeBootstrapToken,
 			StringData: map[string]string{"token-id": "k7bq2x", "token-secret": bootstrapSecret, "usage-bootstrap-authentication": "true"}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "builder-token", Namespace: "elsewhere", Annotations: map[string]string{corev1.ServiceAccountNameKey: "builder"}},
@@ -170,6 +174,7 @@ func TestLeaksAreRefused(t *testing.T) {
 		// Secrets anywhere in the cluster, of every type.
 		{"a bootstrap token in kube-system", step(`kubectl -n kube-system get secret bootstrap-token-k7bq2x -o jsonpath='{.data.token-secret}' | base64 -d`), "step 1 terminal", "kube-system/bootstrap-token-k7bq2x"},
 		{"a service-account token Secret", step(`kubectl -n elsewhere get secret builder-token -o jsonpath='{.data.token}' | base64 -d`), "step 1 terminal", "elsewhere/builder-token"},
+		{"a value hidden in a look-alike of a placeholder", step(`v="Hidden"; v="$v-Pw-7731"; kubectl -n elsewhere create secret generic demo-database-broken --from-literal=url="postgres://nobody:$v@demo-postgres-absent.elsewhere.svc:5432/storefront" >/dev/null && echo "$v"`), "step 1 terminal", "elsewhere/demo-database-broken"},
 		{"a Secret that existed only during the step", step(`v="Fleeting"; v="$v-Val-8821"; kubectl -n elsewhere create secret generic fleeting --from-literal=k="$v" >/dev/null && echo "$v" && kubectl -n elsewhere delete secret fleeting >/dev/null`), "step 1 terminal", "elsewhere/fleeting"},
 		// The kubeconfig the steps run with.
 		{"the kubeconfig", step(`cat "$KUBECONFIG"`), "step 1 terminal", "kubeconfig"},

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -24,19 +25,39 @@ import (
 // value they share with another Secret or the lab's files is still known
 // from there. It returns the list's resource version, from which
 // WatchSecrets misses nothing.
-func AddSecrets(ctx context.Context, cfg *rest.Config, placeholders []string, set *credential.Set) (string, error) {
+//
+// A Secret that is a placeholder copied into another namespace (a scenario
+// running beside this one has the lab's placeholder Secret in a namespace
+// of its own, its URL naming its own host and database) is left out too:
+// see copiedPlaceholder.
+func AddSecrets(ctx context.Context, cfg *rest.Config, placeholders []string, set *credential.Set) (*Listing, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return "", fmt.Errorf("read Secrets: %w", err)
+		return nil, fmt.Errorf("read Secrets: %w", err)
 	}
 	list, err := cs.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return "", refusal("list", err)
+		return nil, refusal("list", err)
+	}
+	var own []*corev1.Secret
+	for i := range list.Items {
+		if s := &list.Items[i]; slices.Contains(placeholders, s.Namespace+"/"+s.Name) {
+			own = append(own, s)
+		}
 	}
 	for i := range list.Items {
-		addSecret(&list.Items[i], placeholders, set)
+		if s := &list.Items[i]; !copiedPlaceholder(s, own) {
+			addSecret(s, placeholders, set)
+		}
 	}
-	return list.ResourceVersion, nil
+	return &Listing{Version: list.ResourceVersion, placeholders: own}, nil
+}
+
+// Listing is what a list of the cluster's Secrets leaves a watch: the
+// version to watch from and the placeholders as they were.
+type Listing struct {
+	Version      string
+	placeholders []*corev1.Secret
 }
 
 // refusal is the error for a Secret read the account is not allowed, or
@@ -46,6 +67,38 @@ func refusal(verb string, err error) error {
 		return fmt.Errorf("refused: the recording account may not %s Secrets at cluster scope (it needs list and watch on secrets in all namespaces, a ClusterRole bound by a ClusterRoleBinding), so the recorder cannot keep their values out of the recording: %w; nothing was written", verb, err)
 	}
 	return fmt.Errorf("refused: cannot %s the Secrets of the cluster, so cannot keep their values out of the recording: %w; nothing was written", verb, err)
+}
+
+// copiedPlaceholder reports whether s is one of the placeholders in
+// another namespace: the same name and keys, and each value either the
+// placeholder's with its namespace's name in place of the placeholder's,
+// or one that carries credentials (a URL's password and user:password)
+// exactly the placeholder's. A plain value that differs, or a URL with
+// another password, is no copy, so a value a step hides in a look-alike
+// is still learned.
+func copiedPlaceholder(s *corev1.Secret, placeholders []*corev1.Secret) bool {
+	for _, p := range placeholders {
+		if p.Name != s.Name || p.Namespace == s.Namespace || len(p.Data) != len(s.Data) {
+			continue
+		}
+		same := true
+		for k, v := range p.Data {
+			w, ok := s.Data[k]
+			if !ok {
+				same = false
+				break
+			}
+			if bytes.Equal(bytes.ReplaceAll(v, []byte(p.Namespace), []byte(s.Namespace)), w) {
+				continue
+			}
+			carried := credential.Carried(v)
+			same = same && len(carried) > 0 && slices.Equal(carried, credential.Carried(w))
+		}
+		if same {
+			return true
+		}
+	}
+	return false
 }
 
 func addSecret(s *corev1.Secret, placeholders []string, set *credential.Set) {
@@ -74,6 +127,7 @@ const settle = 300 * time.Millisecond
 type SecretWatch struct {
 	w            watch.Interface
 	placeholders []string
+	own          []*corev1.Secret // the placeholders as the list read them
 	done         chan struct{}
 	mu           sync.Mutex
 	seen         []*corev1.Secret
@@ -84,16 +138,16 @@ type SecretWatch struct {
 // WatchSecrets starts watching every Secret in the cluster from version
 // (AddSecrets's), so a Secret that is created and deleted between two lists
 // is still seen.
-func WatchSecrets(ctx context.Context, cfg *rest.Config, version string, placeholders []string) (*SecretWatch, error) {
+func WatchSecrets(ctx context.Context, cfg *rest.Config, from *Listing, placeholders []string) (*SecretWatch, error) {
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("watch Secrets: %w", err)
 	}
-	w, err := cs.CoreV1().Secrets("").Watch(ctx, metav1.ListOptions{ResourceVersion: version})
+	w, err := cs.CoreV1().Secrets("").Watch(ctx, metav1.ListOptions{ResourceVersion: from.Version})
 	if err != nil {
 		return nil, refusal("watch", err)
 	}
-	sw := &SecretWatch{w: w, placeholders: placeholders, done: make(chan struct{})}
+	sw := &SecretWatch{w: w, placeholders: placeholders, own: from.placeholders, done: make(chan struct{})}
 	go sw.read()
 	return sw, nil
 }
@@ -153,7 +207,9 @@ func (sw *SecretWatch) Stop(set *credential.Set) error {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()
 	for _, s := range sw.seen {
-		addSecret(s, sw.placeholders, set)
+		if !copiedPlaceholder(s, sw.own) {
+			addSecret(s, sw.placeholders, set)
+		}
 	}
 	return sw.err
 }

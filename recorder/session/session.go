@@ -404,20 +404,19 @@ func (ru *run) learn(ctx context.Context) error {
 	return err
 }
 
-func (ru *run) list(ctx context.Context) (string, error) {
+func (ru *run) list(ctx context.Context) (*Listing, error) {
 	if ru.Credentials == nil {
-		return "", nil
+		return nil, nil
 	}
-	var version string
+	var l *Listing
 	if ru.Config != nil && ru.LearnSecrets {
-		v, err := AddSecrets(ctx, ru.Config, ru.Placeholders, ru.Credentials)
-		if err != nil {
-			return "", err
+		var err error
+		if l, err = AddSecrets(ctx, ru.Config, ru.Placeholders, ru.Credentials); err != nil {
+			return nil, err
 		}
-		version = v
 	}
 	ru.scanner = credential.NewScanner(ru.Credentials.Credentials())
-	return version, nil
+	return l, nil
 }
 
 // watch lists the Secrets once more and watches them from there; nil when
@@ -426,14 +425,13 @@ func (ru *run) watch(ctx context.Context) (*SecretWatch, error) {
 	if ru.Credentials == nil || ru.Config == nil || !ru.LearnSecrets {
 		return nil, nil
 	}
-	version, err := ru.list(ctx)
+	l, err := ru.list(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return WatchSecrets(ctx, ru.Config, version, ru.Placeholders)
+	return WatchSecrets(ctx, ru.Config, l, ru.Placeholders)
 }
 
-// unwatch stops w and adds what it saw to the credentials.
 func (ru *run) unwatch(w *SecretWatch) error {
 	if w == nil {
 		return nil
