@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -60,22 +59,6 @@ func (s *Set) Add(value []byte, kind string) {
 	}
 	s.seen[v] = true
 	s.creds = append(s.creds, Credential{Value: []byte(v), Kind: kind})
-}
-
-// Carried lists, sorted, the credentials AddValue takes from value besides
-// the value itself: a URL's password and user:password pair, a JSON
-// document's credential strings. Nil for a plain value.
-func Carried(value []byte) []string {
-	parts := NewSet()
-	parts.AddValue(value, "")
-	var out []string
-	for _, c := range parts.creds {
-		if v := string(c.Value); v != string(value) && v != strings.TrimSpace(string(value)) {
-			out = append(out, v)
-		}
-	}
-	sort.Strings(out)
-	return out
 }
 
 // AddValue adds a value read from a Secret, a kubeconfig or a lab file,
