@@ -380,17 +380,26 @@ func (f *faultLab) previousExecutor() (string, error) {
 	return spec.Ref, nil
 }
 
-// migObserveHeld is the PtahMigration phase of apiServerStoppedRetried: the
-// Observe of run n waits for the database's writer lock, which a superuser
-// session holds, its release left to the fault.
+// migrationPhase is where in run n a migration row's fault lands: hold
+// keeps the run there, reached finds the moment. A phase that comes after
+// the run converged (the periodic Observe of revision n) is held only once
+// revision n has converged, and the row then converges when a later
+// attempt, begun after the fault, has ended clean.
 type migrationPhase struct {
-	name    string
-	hold    func(f *faultLab, n int) (func(), error)
-	reached func(f *faultLab, n int) (*moment, error)
+	name          string
+	afterConverge bool
+	hold          func(f *faultLab, n int) (func(), error)
+	reached       func(f *faultLab, n int) (*moment, error)
 }
 
+// migObserveHeld is the PtahMigration phase of apiServerStoppedRetried:
+// once revision n converged, its next periodic Observe waits for the
+// database's writer lock, which a superuser session holds, its release
+// left to the fault.
+
 var migObserveHeld = &migrationPhase{
-	name: "PtahMigration Observe (its reading waiting on the writer lock)",
+	name:          "PtahMigration periodic Observe (its reading waiting on the writer lock)",
+	afterConverge: true,
 	hold: func(f *faultLab, _ int) (func(), error) {
 		return f.holdSession("faults-writer-lock", fmt.Sprintf("SELECT pg_advisory_lock(%d)", database.LockKey),
 			"l.locktype = 'advisory' AND l.granted AND l.objsubid = 1")
