@@ -18,7 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/image"
 )
 
@@ -381,28 +380,24 @@ func (f *faultLab) previousExecutor() (string, error) {
 }
 
 // migrationPhase is where in run n a migration row's fault lands: hold
-// keeps the run there, reached finds the moment. A phase that comes after
-// the run converged (the periodic Observe of revision n) is held only once
-// revision n has converged, and the row then converges when a later
-// attempt, begun after the fault, has ended clean.
+// keeps the run there, reached finds the moment.
 type migrationPhase struct {
-	name          string
-	afterConverge bool
-	hold          func(f *faultLab, n int) (func(), error)
-	reached       func(f *faultLab, n int) (*moment, error)
+	name    string
+	hold    func(f *faultLab, n int) (func(), error)
+	reached func(f *faultLab, n int) (*moment, error)
 }
 
 // migObserveHeld is the PtahMigration phase of apiServerStoppedRetried:
-// once revision n converged, its next periodic Observe waits for the
-// database's writer lock, which a superuser session holds, its release
-// left to the fault.
-
+// the Observe that reads run n's history first (a new revision is read
+// before it is planned) waits for the history table, which a superuser
+// session holds locked, its release left to the fault. The reading takes
+// no writer lock (only the one settling an unresolved run does), so the
+// table's lock is what holds it.
 var migObserveHeld = &migrationPhase{
-	name:          "PtahMigration periodic Observe (its reading waiting on the writer lock)",
-	afterConverge: true,
+	name: "PtahMigration Observe (its reading of the history waiting on the table's lock)",
 	hold: func(f *faultLab, _ int) (func(), error) {
-		return f.holdSession("faults-writer-lock", fmt.Sprintf("SELECT pg_advisory_lock(%d)", database.LockKey),
-			"l.locktype = 'advisory' AND l.granted AND l.objsubid = 1")
+		return f.holdSession("faults-history-lock", "BEGIN; LOCK TABLE ptah.migration_revisions IN ACCESS EXCLUSIVE MODE",
+			"l.locktype = 'relation' AND l.granted AND l.relation = 'ptah.migration_revisions'::regclass AND l.mode = 'AccessExclusiveLock'")
 	},
 	reached: func(f *faultLab, _ int) (*moment, error) {
 		m, err := f.migration()
@@ -413,7 +408,7 @@ var migObserveHeld = &migrationPhase{
 		if c == nil || c.Type != v1alpha1.OperationObserve || m.Status.ObservedGeneration != m.Generation {
 			return nil, nil
 		}
-		out, err := f.superErr(fmt.Sprintf("SELECT wait_event_type || '/' || wait_event || ': ' || left(query, 80) FROM pg_stat_activity WHERE usename = '%s' AND state = 'active' AND wait_event_type = 'Lock' AND query LIKE '%%pg_advisory_lock%%' LIMIT 1", appRole))
+		out, err := f.superErr(fmt.Sprintf("SELECT wait_event_type || '/' || wait_event || ': ' || left(query, 80) FROM pg_stat_activity WHERE usename = '%s' AND state = 'active' AND wait_event_type = 'Lock' AND query LIKE '%%ptah.migration_revisions%%' LIMIT 1", appRole))
 		if err != nil || strings.TrimSpace(out) == "" {
 			return nil, err
 		}

@@ -245,14 +245,6 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	f.plantMigrations(f.runs)
 	since := time.Now().Add(-time.Second)
 	f.runStart = since
-	if p.afterConverge {
-		f.applyMigration(n)
-		if out := f.migConverge(since, n, "", 8*time.Minute); out != "converged" {
-			res.outcome = fmt.Sprintf("revision %d did not converge before the phase: %s", n, out)
-			return res
-		}
-		f.migConverged = migrationTarget(n)
-	}
 	release, err := p.hold(f, n)
 	if err != nil {
 		res.outcome = "could not hold the phase: " + err.Error()
@@ -266,9 +258,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 		}
 	}
 	defer releaseOnce()
-	if !p.afterConverge {
-		f.applyMigration(n)
-	}
+	f.applyMigration(n)
 	var hit *moment
 	deadline := time.Now().Add(5 * time.Minute)
 	for hit == nil {
@@ -307,12 +297,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 		f.migNoticed(hit.job, 2*time.Minute)
 	}
 	releaseOnce()
-	var outcome string
-	if p.afterConverge {
-		outcome = f.migSettled(end, n, 10*time.Minute)
-	} else {
-		outcome = f.migConverge(start, n, "", 10*time.Minute)
-	}
+	outcome := f.migConverge(start, n, "", 10*time.Minute)
 	hit.what += "; " + f.hitOutcome(hit.job)
 	converged := outcome == "converged"
 	if converged && f.migrationEvent(v1alpha1.EventMigrationRunUncertain, since) {
@@ -423,39 +408,6 @@ func (f *faultLab) migConverge(since time.Time, n int, acknowledged string, time
 		time.Sleep(time.Second)
 	}
 	return "not converged within " + timeout.String() + ": " + last
-}
-
-// migSettled waits, for a phase after revision n converged, until an
-// attempt begun after then has ended clean: no active operation, no
-// failure since that attempt began, InSync=True (ScopedConverged) at the
-// current generation and run n's last version applied.
-func (f *faultLab) migSettled(after time.Time, n int, timeout time.Duration) string {
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		m, err := f.migration()
-		if err != nil {
-			last = "read: " + err.Error()
-			time.Sleep(time.Second)
-			continue
-		}
-		s := m.Status
-		in := meta.FindStatusCondition(s.Conditions, v1alpha1.ConditionInSync)
-		attempted := s.LastAttemptTime != nil && !s.LastAttemptTime.Time.Before(after.Truncate(time.Second))
-		clean := s.LastFailure == nil || s.LastAttemptTime != nil && s.LastFailure.Time.Before(s.LastAttemptTime)
-		if attempted && clean && s.ActiveOperation == nil && s.UnresolvedRun == nil && s.ObservedGeneration == m.Generation &&
-			in != nil && in.Status == metav1.ConditionTrue && in.Reason == v1alpha1.ReasonScopedConverged && in.ObservedGeneration == m.Generation &&
-			s.AppliedVersion == int64(migrationTarget(n)) {
-			return "converged"
-		}
-		op := "none"
-		if a := s.ActiveOperation; a != nil {
-			op = string(a.Type) + " " + a.JobName
-		}
-		last = fmt.Sprintf("phase %s, version %d, active operation %s, attempted since %v, last failure %+v, conditions %s", s.Phase, s.AppliedVersion, op, attempted, s.LastFailure, conditionsLine(s.Conditions))
-		time.Sleep(time.Second)
-	}
-	return "not settled within " + timeout.String() + ": " + last
 }
 
 // migrationEvent reports whether an Event of reason was recorded on the
