@@ -68,7 +68,9 @@ SELECT 'table property', r.qname,
          'PARTITION BY ' || pg_get_partkeydef(r.oid),
          'INHERITS (' || (SELECT string_agg(quote_ident(p.relname), ', ' ORDER BY i.inhseqno) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent WHERE i.inhrelid = r.oid) || ')',
          'WITH (' || array_to_string(r.reloptions, ', ') || ')',
-         CASE r.relreplident WHEN 'n' THEN 'REPLICA IDENTITY NOTHING' WHEN 'f' THEN 'REPLICA IDENTITY FULL' WHEN 'i' THEN 'REPLICA IDENTITY USING INDEX' END),
+         CASE r.relreplident WHEN 'n' THEN 'REPLICA IDENTITY NOTHING' WHEN 'f' THEN 'REPLICA IDENTITY FULL'
+           WHEN 'i' THEN 'REPLICA IDENTITY USING INDEX ' || coalesce((SELECT quote_ident(ic.relname) FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid
+                                                                       WHERE i.indrelid = r.oid AND i.indisreplident), '') END),
        false, r.relname, NULL::text, NULL::text
 FROM rel r
 WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
@@ -90,21 +92,21 @@ SELECT 'partition', r.qname,
 FROM rel r JOIN pg_class c ON c.oid = r.oid JOIN pg_inherits i ON i.inhrelid = r.oid JOIN pg_class p ON p.oid = i.inhparent
 WHERE r.relkind IN ('r', 'p') AND r.relispartition
 UNION ALL
--- what a partition has of its own, not from its parent, is not planned yet:
--- listed under kinds of their own so that a difference is refused, never
--- unseen. Inherited ones (an index attached to its parent's, a constraint
+-- what a partition has of its own, not from its parent, is listed under
+-- kinds of their own: its indexes and constraints are planned on it, its
+-- columns' own defaults and its properties are refused, never unseen. Inherited ones (an index attached to its parent's, a constraint
 -- with coninhcount > 0 or a parent constraint) come with the parent. Their
 -- table is the parent's, as a partition's is.
 SELECT 'partition index', quote_ident(ic.relname) || ' on ' || t.qname,
        pg_get_indexdef(i.indexrelid) || coalesce(' comment=' || obj_description(ic.oid, 'pg_class'), ''), false,
-       (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = t.oid), NULL::text, NULL::text
+       (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = t.oid), quote_ident(ic.relname), 'partition ' || t.qname
 FROM pg_index i JOIN rel t ON t.oid = i.indrelid AND t.relispartition JOIN pg_class ic ON ic.oid = i.indexrelid
 WHERE (NOT EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
        AND NOT EXISTS (SELECT 1 FROM pg_constraint k WHERE k.conindid = i.indexrelid AND k.conrelid = t.oid AND k.contype IN ('p', 'u', 'x')))
    OR obj_description(ic.oid, 'pg_class') IS NOT NULL
 UNION ALL
 SELECT 'partition constraint', k.label || ' on ' || k.qname, k.contype::text || ' ' || pg_get_constraintdef(k.oid), false,
-       (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = r.oid), NULL::text, NULL::text
+       (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = r.oid), quote_ident(k.conname), 'partition ' || k.qname
 FROM con k JOIN pg_constraint c ON c.oid = k.oid JOIN rel r ON r.oid = c.conrelid
 WHERE r.relispartition AND c.conparentid = 0 AND c.coninhcount = 0
 UNION ALL

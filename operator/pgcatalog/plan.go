@@ -43,7 +43,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "function", "procedure", "partition", "check constraint", "index", "unique constraint", "foreign key",
+	"extension", "domain", "composite type", "function", "procedure", "partition", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -169,9 +169,15 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 			}
 			switch o.Kind {
 			case "table property":
-				if !atlasTableProperty(d, liveBy, desiredBy) {
-					p.Refused = append(p.Refused, d)
+				if atlasTableProperty(d, liveBy, desiredBy) {
+					continue
 				}
+				steps, ok := tablePropertySteps(d, liveBy)
+				if !ok {
+					p.Refused = append(p.Refused, d)
+					continue
+				}
+				p.After = append(p.After, steps...)
 				continue
 			case "partition":
 				if d.Live != nil && d.Desired != nil {
@@ -180,6 +186,9 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 					continue
 				}
 				p.Before, p.After = partitionSteps(d, live, desiredBy, p.Before, p.After)
+				continue
+			case "partition index", "partition constraint":
+				p.Before, p.After = partitionOwnSteps(d, desiredBy, p.Before, p.After)
 				continue
 			case "index", "constraint":
 				var dropped bool
@@ -989,6 +998,159 @@ func atlasTableProperty(d Difference, liveBy, desiredBy map[string]*Object) bool
 		return strings.HasPrefix(def, "PARTITION BY ") && !strings.Contains(def, " INHERITS (") && !strings.Contains(def, " WITH (") && !strings.Contains(def, " REPLICA IDENTITY ")
 	}
 	return false
+}
+
+// tableProps is a table property definition ("UNLOGGED PARTITION BY ...
+// INHERITS (...) WITH (k=v, ...) REPLICA IDENTITY ...") taken apart.
+type tableProps struct {
+	persistence, partition, inherits, replica string
+	options                                   map[string]string
+	keys                                      []string
+}
+
+func parseTableProps(def string) tableProps {
+	p := tableProps{options: map[string]string{}}
+	for _, w := range []string{"UNLOGGED ", "TEMPORARY "} {
+		if strings.HasPrefix(def+" ", w) {
+			p.persistence, def = strings.TrimSpace(w), strings.TrimPrefix(strings.TrimPrefix(def, strings.TrimSpace(w)), " ")
+		}
+	}
+	if i := strings.LastIndex(def, "REPLICA IDENTITY "); i >= 0 {
+		p.replica, def = def[i:], strings.TrimSpace(def[:i])
+	}
+	if i := strings.LastIndex(def, "WITH ("); i >= 0 && strings.HasSuffix(def, ")") {
+		for _, kv := range strings.Split(def[i+len("WITH ("):len(def)-1], ", ") {
+			k, v, _ := strings.Cut(kv, "=")
+			p.options[k] = v
+			p.keys = append(p.keys, k)
+		}
+		def = strings.TrimSpace(def[:i])
+	}
+	if i := strings.Index(def, "INHERITS ("); i >= 0 {
+		p.inherits, def = def[i:], strings.TrimSpace(def[:i])
+	}
+	p.partition = def
+	return p
+}
+
+// tablePropertySteps plans a table's storage parameters (SET and RESET)
+// and replica identity changed, after atlas's statements (a new table, an
+// index the identity uses, exist by then). A new table's PARTITION BY is
+// atlas's. A change of persistence, inheritance or partition key is not
+// planned: it reports false.
+func tablePropertySteps(d Difference, liveBy map[string]*Object) ([]Step, bool) {
+	var l, w tableProps
+	l, w = parseTableProps(""), parseTableProps("")
+	if d.Live != nil {
+		l = parseTableProps(d.Live.Def)
+	}
+	if d.Desired != nil {
+		w = parseTableProps(d.Desired.Def)
+	}
+	o := d.Object()
+	if liveBy["table "+o.Name] == nil {
+		l.partition = w.partition
+	}
+	if l.persistence != w.persistence || l.inherits != w.inherits || l.partition != w.partition || w.replica == "REPLICA IDENTITY USING INDEX " {
+		return nil, false
+	}
+	alter := "ALTER TABLE " + o.Name
+	var steps []Step
+	var reset, set []string
+	for _, k := range l.keys {
+		if _, ok := w.options[k]; !ok {
+			reset = append(reset, k)
+		}
+	}
+	for _, k := range w.keys {
+		if v, ok := l.options[k]; !ok || v != w.options[k] {
+			set = append(set, k+"="+w.options[k])
+		}
+	}
+	if len(reset) > 0 {
+		steps = append(steps, Step{SQL: alter + " RESET (" + strings.Join(reset, ", ") + ")", Reason: "resets storage parameters " + strings.Join(reset, ", ") + " of table " + o.Name,
+			Table: o.Table, kind: parametersKind(reset)})
+	}
+	if len(set) > 0 {
+		steps = append(steps, Step{SQL: alter + " SET (" + strings.Join(set, ", ") + ")", Reason: "sets storage parameters " + strings.Join(set, ", ") + " of table " + o.Name,
+			Table: o.Table, kind: parametersKind(set)})
+	}
+	if l.replica != w.replica {
+		r := w.replica
+		if r == "" {
+			r = "REPLICA IDENTITY DEFAULT"
+		}
+		steps = append(steps, Step{SQL: alter + " " + r, Reason: "sets the replica identity of table " + o.Name + " (" + strings.ToLower(strings.TrimPrefix(r, "REPLICA IDENTITY ")) + ")", Table: o.Table})
+	}
+	return steps, true
+}
+
+// parametersKind is "storage parameters" when PostgreSQL changes every one
+// of params ("k" or "k=v") under SHARE UPDATE EXCLUSIVE, which lets reads
+// and writes go on (fillfactor, autovacuum and vacuum settings,
+// parallel_workers), and "" otherwise (ACCESS EXCLUSIVE, as ALTER TABLE
+// takes by default: user_catalog_table, ...).
+func parametersKind(params []string) string {
+	for _, p := range params {
+		k, _, _ := strings.Cut(p, "=")
+		if k != "fillfactor" && k != "parallel_workers" && k != "log_autovacuum_min_duration" && k != "toast_tuple_target" &&
+			!strings.HasPrefix(k, "autovacuum_") && !strings.HasPrefix(k, "vacuum_") {
+			return ""
+		}
+	}
+	return "storage parameters"
+}
+
+// partitionOwnSteps plans an index or a constraint a partition has of its
+// own (not attached to its parent's): dropped before atlas's statements
+// unless its partition goes (it goes with it), created after them and
+// after its partition. A changed one is dropped and created again.
+func partitionOwnSteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
+	if o := d.Live; o != nil && desiredBy[o.Deps[0]] != nil {
+		partition := strings.TrimPrefix(o.Deps[0], "partition ")
+		if o.Kind == "partition index" {
+			before = append(before, Step{SQL: "DROP INDEX " + o.Ident, Reason: "drops index " + o.Ident + " of partition " + partition,
+				Drops: true, kind: "index", Table: o.Table})
+		} else {
+			before = append(before, Step{SQL: "ALTER TABLE " + partition + " DROP CONSTRAINT " + o.Ident, Reason: "drops constraint " + o.Ident + " of partition " + partition,
+				Drops: true, kind: partitionConstraintKind(o.Def), Table: o.Table})
+		}
+	}
+	o := d.Desired
+	if o == nil {
+		return before, after
+	}
+	partition := strings.TrimPrefix(o.Deps[0], "partition ")
+	def, comment, commented := strings.Cut(o.Def, " comment=")
+	if o.Kind == "partition index" {
+		after = append(after, Step{SQL: def, Reason: "creates index " + o.Ident + " of partition " + partition,
+			Validates: strings.HasPrefix(def, "CREATE UNIQUE "), kind: "index", Table: o.Table})
+		if commented {
+			after = append(after, Step{SQL: "COMMENT ON INDEX " + o.Ident + " IS " + quoteLiteral(comment), Reason: "sets the comment on index " + o.Ident + " of partition " + partition, kind: "index", Table: o.Table})
+		}
+		return before, after
+	}
+	// A generated name is left for PostgreSQL to generate again, as the
+	// desired SQL did.
+	q := "ALTER TABLE " + partition + " ADD "
+	if !strings.HasPrefix(o.Name, "<auto>") {
+		q += "CONSTRAINT " + o.Ident + " "
+	}
+	_, body, _ := strings.Cut(def, " ")
+	return before, append(after, Step{SQL: q + body, Reason: "adds constraint " + o.Ident + " to partition " + partition + " (fails if a row breaks it)",
+		Validates: true, kind: partitionConstraintKind(def), Table: o.Table})
+}
+
+// partitionConstraintKind is the kind whose locks and hazards a partition's
+// constraint (its definition "c CHECK ...", "u UNIQUE ...", ...) has.
+func partitionConstraintKind(def string) string {
+	switch def[:2] {
+	case "c ":
+		return "check constraint"
+	case "f ":
+		return "foreign key"
+	}
+	return "unique constraint"
 }
 
 // partitionSteps plans a partition created or dropped (its columns,

@@ -151,21 +151,36 @@ func wantNamed(t *testing.T, err error, kind, object string) {
 }
 
 // TestPartitionOwnObjects: what a partition has of its own, not from its
-// partitioned table, is not planned yet and must be refused on either side;
-// what it inherits keeps planning.
+// partitioned table: its indexes and constraints are planned on it, either
+// way; its columns' own defaults and its properties are not planned yet
+// and must be refused on either side; what it inherits keeps planning.
 func TestPartitionOwnObjects(t *testing.T) {
 	e := newEngine(t)
 	const base = `CREATE TABLE r (id bigint PRIMARY KEY);
 CREATE TABLE logs (id bigint NOT NULL, at timestamp NOT NULL, v text) PARTITION BY RANGE (at);
 CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-02-01');
 `
+	for name, extra := range map[string]string{
+		"index":             "CREATE INDEX logs_01_v ON logs_01 (v);",
+		"unnamed index":     "CREATE INDEX ON logs_01 (v);",
+		"primary key":       "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_k PRIMARY KEY (id);",
+		"unique constraint": "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_u UNIQUE (v);",
+		"check constraint":  "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_pos CHECK (id > 0);",
+		"unnamed check":     "ALTER TABLE logs_01 ADD CHECK (id > 0);",
+		"foreign key":       "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_r FOREIGN KEY (id) REFERENCES r;",
+	} {
+		t.Run("a partition's own "+name+" is planned, desired", func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base)
+			converges(t, e, db, base+extra)
+		})
+		t.Run("a partition's own "+name+" is planned, in the database", func(t *testing.T) {
+			db, _ := e.db(t)
+			exec(t, db, base+extra)
+			converges(t, e, db, base)
+		})
+	}
 	for _, c := range []struct{ name, extra, kind, object string }{
-		{"index", "CREATE INDEX logs_01_v ON logs_01 (v);", "partition index", "logs_01_v on logs_01"},
-		{"unnamed index", "CREATE INDEX ON logs_01 (v);", "partition index", "logs_01_v_idx on logs_01"},
-		{"primary key", "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_k PRIMARY KEY (id);", "partition constraint", "logs_01_k on logs_01"},
-		{"unique constraint", "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_u UNIQUE (v);", "partition constraint", "logs_01_u on logs_01"},
-		{"check constraint", "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_pos CHECK (id > 0);", "partition constraint", "logs_01_pos on logs_01"},
-		{"foreign key", "ALTER TABLE logs_01 ADD CONSTRAINT logs_01_r FOREIGN KEY (id) REFERENCES r;", "partition constraint", "logs_01_r on logs_01"},
 		{"column default", "ALTER TABLE logs_01 ALTER COLUMN v SET DEFAULT 'x';", "partition column", "logs_01.v"},
 		{"column not null", "ALTER TABLE logs_01 ALTER COLUMN v SET NOT NULL;", "partition column", "logs_01.v"},
 		{"column comment", "COMMENT ON COLUMN logs_01.v IS 'note';", "partition column", "logs_01.v"},

@@ -252,3 +252,51 @@ func printedType(def string) string {
 	t, _, _ := strings.Cut(strings.TrimPrefix(def, "type="), " notnull=")
 	return t
 }
+
+// columnCollations sets the collation of the columns both sides have whose
+// collation differs (atlas's differ does not compare collations): an ALTER
+// COLUMN TYPE of the type the desired side prints, with its COLLATE, after
+// atlas's statements (which may have changed the type, and with it reset
+// the collation to the new type's default: then nothing more is needed
+// when that is the desired one). PostgreSQL keeps the values and rebuilds the column's
+// indexes; no rewrite for a type left as it is. It returns the statements,
+// the differences they correct and the tables changed (their views are
+// made again around).
+func columnCollations(changes []sqlschema.Change, live, desired *state) ([]pgcatalog.Step, []pgcatalog.Difference, []string) {
+	liveCols := columnsByKey(live.objects)
+	var steps []pgcatalog.Step
+	var diffs []pgcatalog.Difference
+	var tables []string
+	for _, d := range desired.objects {
+		l := liveCols[d.Key()]
+		if d.Kind != "column" || l == nil || printedCollation(l.Def) == printedCollation(d.Def) ||
+			strings.Contains(d.Def, " generated=") || strings.Contains(l.Def, " generated=") {
+			continue
+		}
+		if printedCollation(d.Def) == "" && retypes(changes, d.Table, d.Name) {
+			continue // atlas's change of type resets it
+		}
+		t, c, _ := strings.Cut(strings.TrimPrefix(d.Key(), "column "), ".")
+		q := "ALTER TABLE " + t + " ALTER COLUMN " + c + " TYPE " + printedType(d.Def)
+		to := "the default of its type"
+		if coll := printedCollation(d.Def); coll != "" {
+			q += " COLLATE " + coll
+			to = coll
+		}
+		steps = append(steps, pgcatalog.Step{SQL: q, Reason: "sets the collation of " + d.Name + " to " + to + " (its values are kept, its indexes rebuilt)", Table: d.Table})
+		diffs = append(diffs, pgcatalog.Difference{Live: l, Desired: &d})
+		tables = append(tables, t)
+	}
+	return steps, diffs, tables
+}
+
+// printedCollation is the collate= part of a catalog column definition, ""
+// for the default of the column's type.
+func printedCollation(def string) string {
+	_, rest, ok := strings.Cut(def, " collate=")
+	if !ok {
+		return ""
+	}
+	c, _, _ := strings.Cut(rest, " comment=")
+	return c
+}

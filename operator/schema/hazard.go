@@ -518,6 +518,9 @@ func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 		if !st.Drops {
 			s.add(HazardBuildsIndex)
 		}
+	case "storage parameters":
+		// SET and RESET of these take SHARE UPDATE EXCLUSIVE: reads and
+		// writes go on.
 	case "identity", "constraint", "":
 		// ALTER COLUMN ... IDENTITY, RENAME CONSTRAINT and ALTER COLUMN
 		// SET DEFAULT are ALTER TABLE under its lock.

@@ -3,6 +3,7 @@ package schema
 import (
 	"context"
 	"database/sql"
+	"github.com/jackc/pgx/v5"
 	"slices"
 	"strings"
 	"testing"
@@ -27,7 +28,9 @@ INSERT INTO t VALUES (1, 7, 'abc', 1.25, 'x', '2024-01-02 03:04:05', 0.123456789
 INSERT INTO q VALUES (1);
 `
 
-// hazardProbe prints every value the base schema holds; a statement that
+// hazardProbe prints every value the base schema holds (read with the
+// simple protocol: a statement pgx prepared before a change of collation
+// fails after it, "cached plan must not change result type"); a statement that
 // deletes no data leaves it printing the same.
 const hazardProbe = `SELECT coalesce((SELECT string_agg(concat_ws('|', id, a, b, n, c, ts, f), ',' ORDER BY id) FROM t), '')
   || '/' || coalesce((SELECT string_agg(id::text, ',' ORDER BY id) FROM q), '') || '/' || coalesce((SELECT string_agg(id::text, ',' ORDER BY id) FROM p), '')`
@@ -108,6 +111,10 @@ func TestHazardClaimsHoldOnPostgreSQL(t *testing.T) {
 			want: []Hazard{HazardMayFail, HazardAccessExclusiveLock, HazardBuildsIndex}, violate: `INSERT INTO t (id, c) VALUES (2, 'x')`},
 		{name: "drop a deferrable unique constraint", desired: with(tDef), baseExtra: "ALTER TABLE t ADD CONSTRAINT t_c_key UNIQUE (c) DEFERRABLE;", want: []Hazard{HazardAccessExclusiveLock}},
 		{name: "give a timestamp precision 6", desired: col("ts timestamp", "ts timestamp(6)"), want: []Hazard{HazardAccessExclusiveLock}},
+		{name: "set a column's collation", desired: col("c text", `c text COLLATE "C"`), want: []Hazard{HazardAccessExclusiveLock}},
+		{name: "set storage parameters", desired: with(tDef, "ALTER TABLE t SET (fillfactor = 70, autovacuum_enabled = false);"), want: nil},
+		{name: "set a storage parameter taken under the table's lock", desired: with(tDef, "ALTER TABLE t SET (user_catalog_table = true);"), want: []Hazard{HazardAccessExclusiveLock}},
+		{name: "set the replica identity", desired: with(tDef, "ALTER TABLE t REPLICA IDENTITY FULL;"), want: []Hazard{HazardAccessExclusiveLock}},
 		{name: "add a check", desired: col(", f double precision)", ", f double precision, CONSTRAINT a_pos CHECK (a > 0))"),
 			want: []Hazard{HazardMayFail, HazardAccessExclusiveLock}, violate: `INSERT INTO t (id, a) VALUES (2, -1)`},
 		{name: "add a foreign key", desired: col("a integer", "a integer REFERENCES p (id)"),
@@ -244,7 +251,7 @@ func observe(t *testing.T, db *database.DB, stmt string) map[Hazard]bool {
 	t.Helper()
 	ctx := context.Background()
 	var before string
-	if err := db.QueryRowContext(ctx, hazardProbe).Scan(&before); err != nil {
+	if err := db.QueryRowContext(ctx, hazardProbe, pgx.QueryExecModeSimpleProtocol).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -319,7 +326,7 @@ func observe(t *testing.T, db *database.DB, stmt string) map[Hazard]bool {
 		seen[HazardDeletesData] = true
 	}
 	var after sql.NullString
-	if err := tx.QueryRowContext(ctx, hazardProbe).Scan(&after); err != nil || after.String != before {
+	if err := tx.QueryRowContext(ctx, hazardProbe, pgx.QueryExecModeSimpleProtocol).Scan(&after); err != nil || after.String != before {
 		seen[HazardDeletesData] = true
 	}
 	return seen

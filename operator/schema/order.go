@@ -231,14 +231,34 @@ func isIdentity(a sqlschema.Attr) bool {
 
 // retype gives a type change PostgreSQL cannot make by assignment (to or
 // from an enum, from a string type to another kind, between integer and
-// boolean) the USING cast atlas leaves out. Around such a change, and any
-// change of an enum column's type, the column's default is dropped first
-// (PostgreSQL refuses to cast it, and a default naming the old enum keeps
-// that type from being dropped) and set again after.
+// boolean) the USING cast atlas leaves out (retypeUsing). Around such a
+// change, any change given a USING (castTrials), and any change of an enum
+// column's type, the column's default is dropped first (PostgreSQL refuses
+// to cast it, and a default naming the old enum keeps that type from being
+// dropped) and set again after.
 func retype(c *sqlschema.ModifyColumn) []sqlschema.Change {
 	if !c.Change.Is(sqlschema.ChangeType) {
 		return []sqlschema.Change{c}
 	}
+	if x := retypeUsing(c); x != "" && !hasUsing(c) {
+		c.Extra = append(c.Extra, &postgres.ConvertUsing{X: x})
+	}
+	_, fromEnum := c.From.Type.Type.(*sqlschema.EnumType)
+	if (!hasUsing(c) && !fromEnum) || c.From.Default == nil {
+		return []sqlschema.Change{c}
+	}
+	bare := *c.From
+	bare.Default = nil
+	dropDefault := &sqlschema.ModifyColumn{From: c.From, To: &bare, Change: sqlschema.ChangeDefault}
+	rest := &sqlschema.ModifyColumn{From: &bare, To: c.To, Change: c.Change &^ sqlschema.ChangeDefault, Extra: c.Extra}
+	if c.To.Default != nil {
+		rest.Change |= sqlschema.ChangeDefault
+	}
+	return []sqlschema.Change{dropDefault, rest}
+}
+
+// retypeUsing is the USING expression retype gives c, "" for none.
+func retypeUsing(c *sqlschema.ModifyColumn) string {
 	from, to := c.From.Type.Type, c.To.Type.Type
 	_, fromEnum := from.(*sqlschema.EnumType)
 	toEnum, isToEnum := to.(*sqlschema.EnumType)
@@ -255,27 +275,21 @@ func retype(c *sqlschema.ModifyColumn) []sqlschema.Change {
 	case fromString && !toString && !fromEnum, fromInt && toBool, fromBool && toInt, fromEnum && !toString:
 		f, err := postgres.FormatType(to)
 		if err != nil {
-			return []sqlschema.Change{c}
+			return ""
 		}
 		target = f
 	}
-	if target != "" && !slices.ContainsFunc(c.Extra, func(a sqlschema.Clause) bool { _, ok := a.(*postgres.ConvertUsing); return ok }) {
-		col := quoteIdent(c.From.Name)
-		if fromEnum || fromString {
-			// Through text: an enum casts to another enum only so.
-			col += "::text"
-		}
-		c.Extra = append(c.Extra, &postgres.ConvertUsing{X: col + "::" + target})
+	if target == "" {
+		return ""
 	}
-	if (target == "" && !fromEnum) || c.From.Default == nil {
-		return []sqlschema.Change{c}
+	col := quoteIdent(c.From.Name)
+	if fromEnum || fromString {
+		// Through text: an enum casts to another enum only so.
+		col += "::text"
 	}
-	bare := *c.From
-	bare.Default = nil
-	dropDefault := &sqlschema.ModifyColumn{From: c.From, To: &bare, Change: sqlschema.ChangeDefault}
-	rest := &sqlschema.ModifyColumn{From: &bare, To: c.To, Change: c.Change &^ sqlschema.ChangeDefault, Extra: c.Extra}
-	if c.To.Default != nil {
-		rest.Change |= sqlschema.ChangeDefault
-	}
-	return []sqlschema.Change{dropDefault, rest}
+	return col + "::" + target
+}
+
+func hasUsing(c *sqlschema.ModifyColumn) bool {
+	return slices.ContainsFunc(c.Extra, func(a sqlschema.Clause) bool { _, ok := a.(*postgres.ConvertUsing); return ok })
 }

@@ -54,13 +54,14 @@ var schemaPairRegressions = []struct{ name, before, after string }{
 	},
 	{
 		// A plain column become generated: atlas has no statement for it
-		// and its error ended the plan as internal; refused with a reason.
+		// and its error ended the plan as internal; now dropped and added
+		// again, destructive (its values are computed anew).
 		name:   "a plain column becomes generated",
 		before: "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, g bigint);\n",
 		after:  "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, g bigint GENERATED ALWAYS AS (id * 2) STORED);\n",
 	},
 	{
-		// The same refusal for a changed generation expression.
+		// The same for a changed generation expression.
 		name:   "a generation expression changes",
 		before: "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, g bigint GENERATED ALWAYS AS (id * 2) STORED);\n",
 		after:  "CREATE TABLE t0 (id integer NOT NULL PRIMARY KEY, g bigint GENERATED ALWAYS AS (id * 3) STORED);\n",

@@ -6,8 +6,8 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -185,7 +185,7 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	if err != nil {
 		return nil, err
 	}
-	cmp, err := diff(ctx, live, desired, opts)
+	cmp, err := diff(ctx, live, desired, devDB, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -220,12 +220,13 @@ type schemaObjects struct {
 	planned pgcatalog.Planned
 }
 
-// diff compares the two sides without a database: atlas's differ and
+// diff compares the two sides without the target: atlas's differ and
 // planner with a connection would compare column defaults by evaluating
 // them (SELECT live = desired), and the desired expression must never run on
 // the target. Defaults are compared as each server prints them instead
-// (columnDefaults).
-func diff(ctx context.Context, live, desired *side, opts Options) (*comparison, error) {
+// (columnDefaults). Only changes of type are tried, on the dev database
+// (castTrials).
+func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Options) (*comparison, error) {
 	drv := struct {
 		sqlschema.Differ
 		migrate.PlanApplier
@@ -274,17 +275,26 @@ func diff(ctx context.Context, live, desired *side, opts Options) (*comparison, 
 		if err := partitionKeyChanged(l.name, l.schema, d.schema); err != nil {
 			return nil, err
 		}
-		if err := generationChanged(l.name, l.schema, d.schema); err != nil {
+		regen, err := regenerate(l.name, l.schema, d.schema, l.objects)
+		if err != nil {
 			return nil, err
 		}
 		c, err := drv.SchemaDiff(l.schema, d.schema)
 		if err != nil {
-			return nil, fmt.Errorf("diff %s against the desired schema: %w", l.name, err)
+			return nil, atlasRefused(l.name, err)
 		}
+		c = dropInRegenerated(c, regen)
 		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
+		if err := castTrials(ctx, dev, c, l, d); err != nil {
+			return nil, err
+		}
 		var precisionDiffs []pgcatalog.Difference
 		precisions[i], precisionDiffs, retyped[i] = timePrecisions(c, l, d)
 		defaultDiffs[i] = append(defaultDiffs[i], precisionDiffs...)
+		collations, collationDiffs, recollated := columnCollations(c, l, d)
+		precisions[i] = append(precisions[i], collations...)
+		defaultDiffs[i] = append(defaultDiffs[i], collationDiffs...)
+		retyped[i] = append(retyped[i], recollated...)
 		nDefaults += len(defaults[i]) + len(precisions[i])
 		changes = append(changes, c...)
 		invalid = append(invalid, dropInvalid(l.name, l.invalid, opts.ConcurrentIndexes)...)
@@ -302,7 +312,7 @@ func diff(ctx context.Context, live, desired *side, opts Options) (*comparison, 
 	}
 	plan, err := drv.PlanChanges(ctx, "ptah", changes)
 	if err != nil {
-		return nil, fmt.Errorf("plan the changes to %s: %w", strings.Join(opts.managed(), ", "), err)
+		return nil, atlasRefused(strings.Join(opts.managed(), ", "), err)
 	}
 	newColumnIdentities(plan, desired, atlasIdentities)
 	planned := len(created) + len(invalid) + len(dropped)
@@ -325,6 +335,14 @@ func diff(ctx context.Context, live, desired *side, opts Options) (*comparison, 
 		cmp.objectDiffs = append(cmp.objectDiffs, defaultDiffs[i]...)
 	}
 	return cmp, nil
+}
+
+// atlasRefused is a change atlas's differ or planner has no statement for
+// (an enum's values reordered, a column's kind it cannot alter): a
+// difference ptah cannot plan, named by atlas's message, never an internal
+// error.
+func atlasRefused(schemas string, err error) error {
+	return report.Errorf(report.UnplannedDifference, "schema %s differs from the desired schema in a way ptah cannot plan (%v); no plan was written: make the change in a PtahMigration, or declare what the database has", schemas, err)
 }
 
 // splitTableChanges gives each part of a table modification its own change,
@@ -395,6 +413,15 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		}
 	}
 	p.Statements = append(append(p.Statements, cmp.created...), cmp.invalid...)
+	// Values added to existing enums before anything else, each committed
+	// on its own: PostgreSQL refuses to use a value in the transaction
+	// that added it (a default, a check, a converted column).
+	for _, c := range cmp.plan.Changes {
+		if enum, value, ok := addedEnumValue(c.Cmd); ok {
+			p.Statements = append(p.Statements, Statement{SQL: c.Cmd, Severity: Safe, OutsideTransaction: true,
+				Reason: "adds value " + value + " to enum " + enum + ", committed before the statements that may use it (PostgreSQL refuses a value in the transaction that added it)"})
+		}
+	}
 	// atlas's new types (enums) first: a domain or routine pgcatalog
 	// creates before atlas's statements may use one.
 	newType := func(c *migrate.Change) bool { _, ok := c.Source.(*sqlschema.AddObject); return ok }
@@ -416,7 +443,7 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		steps(o, o.planned.Before)
 	}
 	for _, c := range cmp.plan.Changes {
-		if c.Cmd != "" && !newType(c) {
+		if _, _, added := addedEnumValue(c.Cmd); c.Cmd != "" && !newType(c) && !added {
 			atlasStatement(c)
 		}
 	}
@@ -434,6 +461,19 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err
+}
+
+// atlasEnumValue is the statement atlas writes for a value added to an
+// enum: ALTER TYPE <enum> ADD VALUE '<value>' [BEFORE|AFTER '<other>'].
+var atlasEnumValue = regexp.MustCompile(`^ALTER TYPE (.+?) ADD VALUE ('(?:[^']|'')*')`)
+
+// addedEnumValue says whether cmd adds a value to an enum, and names both.
+func addedEnumValue(cmd string) (enum, value string, ok bool) {
+	m := atlasEnumValue.FindStringSubmatch(cmd)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
 }
 
 // serialSequence is c's statement, but for the sequence atlas creates for

@@ -90,7 +90,7 @@ func listDiffs(ds []pgcatalog.Difference) string {
 func partitionHint(ds []pgcatalog.Difference) string {
 	for _, d := range ds {
 		if strings.HasPrefix(d.Object().Kind, "partition ") {
-			return " (declare a partition's indexes, constraints and defaults on its partitioned table, which gives them to every partition)"
+			return " (declare a partition's column defaults, NOT NULL, comments and storage parameters on its partitioned table, which gives them to every partition)"
 		}
 	}
 	return ""

@@ -1,0 +1,146 @@
+package schema
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPlannedTransitions holds what ptah plans, instead of refusing, where
+// PostgreSQL allows it, and what it still refuses, each through checkPair
+// on planted rows (PostgreSQL renders the target as the after side loaded
+// afresh, the second plan is empty, destructive exactly when a value was
+// lost): the outcome is the one the case names.
+func TestPlannedTransitions(t *testing.T) {
+	e := newEngine(t)
+	const enum = "CREATE TYPE mood AS ENUM ('sad', 'ok');\n"
+	const part = "CREATE TABLE p (id integer NOT NULL, k integer) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\n"
+	cases := []struct{ name, before, after, want string }{
+		{
+			// The value must be committed before the default uses it.
+			name:   "an enum value added and used as a default in the same plan",
+			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
+			after:  "CREATE TYPE mood AS ENUM ('sad', 'glad', 'ok', 'new');\nCREATE TABLE t (id integer PRIMARY KEY, m mood DEFAULT 'new' CHECK (m <> 'glad'));\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a column's collation set",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, c text, v character varying(20));\nCREATE INDEX t_c_idx ON t (c);\nCREATE VIEW w AS SELECT id, c FROM t;\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, c text COLLATE \"C\", v character varying(20) COLLATE \"POSIX\");\nCREATE INDEX t_c_idx ON t (c);\nCREATE VIEW w AS SELECT id, c FROM t;\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a column's collation reset to its type's",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, c text COLLATE \"C\");\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, c text);\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a collation set on a column whose type changes too",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, c character varying(20));\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, c text COLLATE \"C\");\n",
+			want:   "applied, safe",
+		},
+		{
+			// Its planted values are replaced by computed ones.
+			name:   "a plain column becomes generated",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, a bigint, g bigint, b text);\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, a bigint, g bigint GENERATED ALWAYS AS (a + 1) STORED, b text);\n",
+			want:   "applied, destructive",
+		},
+		{
+			name:   "a generation expression changes",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, a bigint, g bigint GENERATED ALWAYS AS (a + 1) STORED);\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, a bigint, g bigint GENERATED ALWAYS AS (a + 2) STORED);\n",
+			want:   "applied, destructive",
+		},
+		{
+			// Dropping the column would drop the index too.
+			name:   "a generated column with an index changes its expression",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, a bigint, g bigint GENERATED ALWAYS AS (a + 1) STORED);\nCREATE INDEX t_g_idx ON t (g);\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, a bigint, g bigint GENERATED ALWAYS AS (a + 2) STORED);\nCREATE INDEX t_g_idx ON t (g);\n",
+			want:   "refused: unplanned_difference",
+		},
+		{
+			name:   "a generated column a view reads changes its expression",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, a bigint, g bigint GENERATED ALWAYS AS (a + 1) STORED);\nCREATE VIEW w AS SELECT g FROM t;\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, a bigint, g bigint GENERATED ALWAYS AS (a + 2) STORED);\nCREATE VIEW w AS SELECT g FROM t;\n",
+			want:   "refused: unplanned_difference",
+		},
+		{
+			// What a partition has of its own, not from its parent.
+			name:   "a partition's own indexes and constraints added",
+			before: part + "CREATE INDEX p1_gone ON p1 (k);\nALTER TABLE p1 ADD CONSTRAINT p1_gone_check CHECK (k < 2000000001);\n",
+			after: part + "CREATE TABLE p2 PARTITION OF p FOR VALUES FROM (100) TO (200);\nCREATE INDEX p1_k ON p1 (k);\nCREATE UNIQUE INDEX ON p2 (k);\n" +
+				"ALTER TABLE p1 ADD CHECK (k > -1000);\nALTER TABLE p1 ADD CONSTRAINT p1_u UNIQUE (id, k);\nALTER TABLE p2 ADD CONSTRAINT p2_named CHECK (k <> 0);\nCOMMENT ON INDEX p1_k IS 'own';\n",
+			want: "applied, safe",
+		},
+		{
+			name:   "a partition's own index changed",
+			before: part + "CREATE INDEX p1_k ON p1 (k);\n",
+			after:  part + "CREATE INDEX p1_k ON p1 (k DESC);\n",
+			want:   "applied, safe",
+		},
+		{
+			// atlas's planner has no statement for it: its error is a
+			// refusal naming the enum, not an internal error.
+			name:   "an enum's values reordered",
+			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
+			after:  "CREATE TYPE mood AS ENUM ('ok', 'sad');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
+			want:   "refused: unplanned_difference",
+		},
+		{
+			// atlas plans nothing for it; the proof refuses the empty plan.
+			name:   "an enum's last value dropped",
+			before: "CREATE TYPE mood AS ENUM ('sad', 'ok', 'spare');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
+			after:  enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
+			want:   "refused: unplanned_difference",
+		},
+		{
+			// PostgreSQL has no cast from integer to date, not even an
+			// explicit one: the plan would fail in every apply.
+			name:   "a type with no cast to it",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, c integer);\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, c date);\n",
+			want:   "refused: unplanned_difference",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := checkPair(t, t, e, c.before, c.after); !strings.HasPrefix(got, c.want) {
+				t.Errorf("outcome %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestAnExplicitCastIsWrittenAsUsing: jsonb has only an explicit cast to
+// boolean, so ALTER COLUMN TYPE without USING is refused by PostgreSQL;
+// the plan writes the cast, marks the rewrite, and applies on rows that
+// hold booleans.
+func TestAnExplicitCastIsWrittenAsUsing(t *testing.T) {
+	e := newEngine(t)
+	db := e.caseDB(t)
+	defer db.drop()
+	if _, err := db.Exec("CREATE TABLE t (id integer PRIMARY KEY, c jsonb); INSERT INTO t VALUES (1, 'true'), (2, 'false'), (3, NULL)"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	p, err := ComputePlan(ctx, db.DB, files("CREATE TABLE t (id integer PRIMARY KEY, c boolean);\n"), e.o(Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Statements) != 1 || !strings.Contains(p.Statements[0].SQL, `USING "c"::boolean`) && !strings.Contains(p.Statements[0].SQL, "USING c::boolean") ||
+		!slices.Contains(p.Statements[0].Hazards, HazardRewritesTable) {
+		t.Fatalf("want one ALTER COLUMN TYPE boolean USING c::boolean marked %s, got:\n%s", HazardRewritesTable, planText(p))
+	}
+	if _, err := Apply(ctx, db.DB, p, ApplyOptions{AllowDestructive: true, LockTimeout: 10 * time.Second}); err != nil {
+		t.Fatalf("apply: %v\n%s", err, planText(p))
+	}
+	var got string
+	if err := db.QueryRow("SELECT string_agg(coalesce(c::text, 'null'), ',' ORDER BY id) FROM t").Scan(&got); err != nil || got != "true,false,null" {
+		t.Fatalf("values after the apply: %q (%v), want true,false,null", got, err)
+	}
+}
