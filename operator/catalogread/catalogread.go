@@ -22,9 +22,42 @@ WITH ns AS (SELECT oid, nspname FROM pg_namespace WHERE nspname = $1::text),
 ext AS (SELECT classid, objid FROM pg_depend WHERE deptype = 'e'),
 rel AS (
   SELECT c.oid, c.relname, c.relkind, c.relpersistence, c.relispartition, c.relrowsecurity,
-         c.relforcerowsecurity, c.reloptions, c.relreplident, quote_ident(c.relname) AS qname
+         c.relforcerowsecurity, c.reloptions, c.relreplident, quote_ident(c.relname) AS qname, c.relowner, c.relacl
   FROM pg_class c JOIN ns n ON n.oid = c.relnamespace
   WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_class'::regclass AND ext.objid = c.oid)
+),
+-- what is granted on each object that can be granted on, as it stands
+-- (acl) and as the object starts (dflt): grantee:privilege, * when
+-- grantable; the owner's and the session's own role's left out, as the
+-- proof leaves them out (they are the deployment's, not the schema's)
+grantable AS (
+  SELECT CASE r.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view ' WHEN 'S' THEN 'sequence '
+                        WHEN 'f' THEN 'foreign table ' ELSE 'table ' END || r.qname AS name,
+         ' ON ' || CASE r.relkind WHEN 'S' THEN 'SEQUENCE ' ELSE 'TABLE ' END || r.qname AS ident,
+         CASE WHEN r.relkind = 'S' THEN '' ELSE r.relname END AS tbl, r.relowner AS owner,
+         coalesce(r.relacl, CASE r.relkind WHEN 'S' THEN acldefault('s', r.relowner) ELSE acldefault('r', r.relowner) END) AS acl,
+         CASE r.relkind WHEN 'S' THEN acldefault('s', r.relowner) ELSE acldefault('r', r.relowner) END AS dflt
+  FROM rel r WHERE r.relkind IN ('r', 'p', 'v', 'm', 'S', 'f')
+  UNION ALL
+  SELECT 'column ' || r.qname || '.' || quote_ident(a.attname), ' (' || quote_ident(a.attname) || ') ON TABLE ' || r.qname,
+         r.relname, r.relowner, a.attacl, NULL::aclitem[]
+  FROM rel r JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
+  WHERE a.attacl IS NOT NULL
+  UNION ALL
+  SELECT CASE p.prokind WHEN 'p' THEN 'procedure ' WHEN 'a' THEN 'aggregate ' ELSE 'function ' END
+           || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+         ' ON ROUTINE ' || quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')',
+         '', p.proowner, coalesce(p.proacl, acldefault('f', p.proowner)), acldefault('f', p.proowner)
+  FROM pg_proc p JOIN ns n ON n.oid = p.pronamespace
+  WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_proc'::regclass AND ext.objid = p.oid)
+    AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'i')
+  UNION ALL
+  SELECT 'type ' || quote_ident(t.typname), ' ON TYPE ' || quote_ident(t.typname), '', t.typowner,
+         coalesce(t.typacl, acldefault('T', t.typowner)), acldefault('T', t.typowner)
+  FROM pg_type t JOIN ns n ON n.oid = t.typnamespace
+  WHERE t.typtype IN ('e', 'd', 'c', 'r')
+    AND (t.typtype <> 'c' OR (SELECT relkind FROM pg_class WHERE oid = t.typrelid) = 'c')
+    AND NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_type'::regclass AND ext.objid = t.oid)
 ),
 owned AS (
   SELECT d.objid AS seq, d.deptype, r.relname AS tbl, r.qname || '.' || quote_ident(a.attname) AS col,
@@ -308,6 +341,16 @@ FROM pg_policy p JOIN rel r ON r.oid = p.polrelid
 UNION ALL
 SELECT 'comment on policy', quote_ident(p.polname) || ' on ' || r.qname, obj_description(p.oid, 'pg_policy'), false, r.relname, quote_ident(p.polname) || ' ON ' || r.qname, NULL::text
 FROM pg_policy p JOIN rel r ON r.oid = p.polrelid WHERE obj_description(p.oid, 'pg_policy') IS NOT NULL
+UNION ALL
+SELECT 'privileges', g.name,
+       (SELECT coalesce(string_agg(e, ',' ORDER BY e), '') FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
+          || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS e
+          FROM aclexplode(g.acl) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> g.owner) a),
+       false, g.tbl, g.ident,
+       (SELECT coalesce(string_agg(e, E'\n' ORDER BY e), '') FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
+          || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS e
+          FROM aclexplode(g.dflt) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> g.owner) a)
+FROM grantable g
 UNION ALL
 SELECT 'statistics', quote_ident(s.stxname), pg_get_statisticsobjdef(s.oid), false, '', NULL::text, NULL::text
 FROM pg_statistic_ext s JOIN ns n ON n.oid = s.stxnamespace

@@ -41,7 +41,8 @@ type Object struct {
 	// pg_depend (views: the relations they read).
 	Deps []string
 	// Parts are a domain's properties, one a line ("base=integer",
-	// "default=0", "notnull=", "check=name CHECK (...)"), for ALTER DOMAIN.
+	// "default=0", "notnull=", "check=name CHECK (...)"), for ALTER DOMAIN;
+	// for privileges, the grants the object has when it is created.
 	Parts []string
 }
 
@@ -80,7 +81,7 @@ func Read(ctx context.Context, q Querier, schema string, exclude []string, withS
 			o.Ident = o.Name
 		}
 		if deps.String != "" {
-			if o.Kind == "domain" {
+			if o.Kind == "domain" || o.Kind == "privileges" {
 				o.Parts = strings.Split(deps.String, "\n")
 			} else {
 				o.Deps = strings.Split(deps.String, "\n")

@@ -139,6 +139,7 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 	// keys referencing them are dropped before and added again after.
 	var disturbedHere []string
 	var comments []Step
+	var privs []Difference
 	for _, d := range diffs {
 		o := d.Object()
 		switch {
@@ -168,6 +169,9 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				continue
 			}
 			switch o.Kind {
+			case "privileges":
+				privs = append(privs, d)
+				continue
 			case "table property":
 				if atlasTableProperty(d, liveBy, desiredBy) {
 					continue
@@ -275,6 +279,9 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 	}
 	p.Before = append(drops, sortSteps(p.Before)...)
 	p.After = append(append(creates, sortSteps(p.After)...), comments...)
+	revokes, grants := privilegeSteps(privs, desiredBy, recreatedHere(p))
+	p.Before = append(p.Before, revokes...)
+	p.After = append(p.After, grants...)
 	if fn := p.Before; len(fn) > 0 {
 		for _, s := range fn {
 			if strings.HasPrefix(s.SQL, "CREATE OR REPLACE FUNCTION") || strings.HasPrefix(s.SQL, "CREATE OR REPLACE PROCEDURE") {
@@ -505,7 +512,31 @@ func drop(o Object) Step {
 	default:
 		q = "DROP " + strings.ToUpper(o.Kind) + " " + o.Ident
 	}
-	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind, Table: o.Table}
+	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind, name: o.Ident, Table: o.Table}
+}
+
+// recreatedHere names, as privileges objects name them ("view v", "type
+// t"), the objects p drops and creates again: they lose their grants.
+func recreatedHere(p Planned) map[string]bool {
+	name := func(s Step) string {
+		switch s.kind {
+		case "domain", "composite type", "enum", "range type":
+			return "type " + s.name
+		}
+		return s.kind + " " + s.name
+	}
+	dropped, out := map[string]bool{}, map[string]bool{}
+	for _, s := range append(slices.Clone(p.Before), p.After...) {
+		if s.Drops && s.name != "" {
+			dropped[name(s)] = true
+		}
+	}
+	for _, s := range append(slices.Clone(p.Before), p.After...) {
+		if !s.Drops && s.name != "" && dropped[name(s)] {
+			out[name(s)] = true
+		}
+	}
+	return out
 }
 
 // commentTarget is the key of the object a comment is on, for comments on

@@ -99,6 +99,36 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "refused: unplanned_difference",
 		},
 		{
+			// Found by the pair generator: grants were not planned, and a
+			// plan with other statements left them behind.
+			name:   "a table's grants changed beside an index",
+			before: "CREATE TABLE t0 (id integer PRIMARY KEY, k integer);\nGRANT SELECT ON t0 TO PUBLIC;\n",
+			after:  "CREATE TABLE t0 (id integer PRIMARY KEY, k integer);\nCREATE INDEX t0_k_idx ON t0 (k);\nGRANT SELECT, INSERT ON t0 TO PUBLIC;\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a column's grants, a grant option and a revoked default",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, a text, b text);\nGRANT SELECT (a) ON t TO PUBLIC;\nCREATE FUNCTION f(x integer) RETURNS integer LANGUAGE sql AS $$ SELECT x $$;\nCREATE SEQUENCE s;\n",
+			after: "CREATE TABLE t (id integer PRIMARY KEY, a text, b text);\nGRANT SELECT (b), UPDATE (b) ON t TO PUBLIC;\nCREATE FUNCTION f(x integer) RETURNS integer LANGUAGE sql AS $$ SELECT x $$;\n" +
+				"REVOKE EXECUTE ON FUNCTION f(integer) FROM PUBLIC;\nCREATE SEQUENCE s;\nGRANT USAGE ON SEQUENCE s TO PUBLIC;\nCREATE TYPE mood AS ENUM ('a');\nREVOKE USAGE ON TYPE mood FROM PUBLIC;\n",
+			want: "applied, safe",
+		},
+		{
+			// The view is dropped and created again around the retyped
+			// column; its grants, unchanged, are granted again.
+			name:   "a view created again keeps its grants",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, c integer);\nCREATE VIEW w AS SELECT id, c FROM t;\nGRANT SELECT ON w TO PUBLIC;\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, c bigint);\nCREATE VIEW w AS SELECT id, c FROM t;\nGRANT SELECT ON w TO PUBLIC;\n",
+			want:   "applied, safe",
+		},
+		{
+			// A dropped column takes its grants with it.
+			name:   "a column with grants dropped",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, a text);\nGRANT SELECT (a) ON t TO PUBLIC;\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY);\n",
+			want:   "applied, destructive",
+		},
+		{
 			// PostgreSQL has no cast from integer to date, not even an
 			// explicit one: the plan would fail in every apply.
 			name:   "a type with no cast to it",
