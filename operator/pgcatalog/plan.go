@@ -43,7 +43,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "function", "procedure", "partition", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
+	"extension", "domain", "composite type", "range type", "function", "procedure", "partition", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -222,7 +222,7 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				}
 				continue
 			}
-			if !plannable(o.Kind) || o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
+			if !plannable(o.Kind) || (o.Kind == "composite type" || o.Kind == "range type") && d.Live != nil && d.Desired != nil {
 				// A changed type is in use by columns; ALTER TYPE is not
 				// planned yet.
 				p.Refused = append(p.Refused, d)
@@ -456,7 +456,7 @@ func plannable(kind string) bool {
 // createsBefore: what tables may use is created before atlas's statements.
 func createsBefore(kind string) bool {
 	switch kind {
-	case "extension", "domain", "composite type", "function", "procedure":
+	case "extension", "domain", "composite type", "range type", "function", "procedure":
 		return true
 	}
 	return false
@@ -480,6 +480,10 @@ func create(o Object, replace bool) Step {
 		q = "CREATE DOMAIN " + o.Ident + " AS " + def
 	case "composite type":
 		q = "CREATE TYPE " + o.Ident + " AS " + def
+	case "range type":
+		// Def is "subtype=T[ subtype_diff=F][ canonical=F]".
+		r := strings.NewReplacer("subtype=", "SUBTYPE = ", " subtype_diff=", ", SUBTYPE_DIFF = ", " canonical=", ", CANONICAL = ")
+		q = "CREATE TYPE " + o.Ident + " AS RANGE (" + r.Replace(def) + ")"
 	case "function", "procedure", "statistics", "index on materialized view":
 		q = def
 	case "view":
@@ -505,7 +509,7 @@ func drop(o Object) Step {
 		q = "ALTER TABLE " + o.Ident + " DISABLE ROW LEVEL SECURITY"
 	case "forced row level security":
 		q = "ALTER TABLE " + o.Ident + " NO FORCE ROW LEVEL SECURITY"
-	case "composite type":
+	case "composite type", "range type":
 		q = "DROP TYPE " + o.Ident
 	case "index on materialized view":
 		q = "DROP INDEX " + o.Ident

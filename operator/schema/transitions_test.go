@@ -129,6 +129,13 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, destructive",
 		},
 		{
+			// A range type created before the table using it, another dropped.
+			name:   "range types added and dropped",
+			before: "CREATE TYPE r1 AS RANGE (subtype = numeric);\nCREATE TABLE t (id integer PRIMARY KEY);\n",
+			after:  "CREATE TYPE r2 AS RANGE (subtype = integer);\nCREATE TABLE t (id integer PRIMARY KEY, v r2);\nCREATE TABLE u (id integer PRIMARY KEY, w r2);\n",
+			want:   "applied, safe",
+		},
+		{
 			// PostgreSQL has no cast from integer to date, not even an
 			// explicit one: the plan would fail in every apply.
 			name:   "a type with no cast to it",
