@@ -43,7 +43,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "range type", "function", "procedure", "partition", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
+	"extension", "domain", "composite type", "range type", "function", "procedure", "aggregate", "partition", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -456,7 +456,7 @@ func plannable(kind string) bool {
 // createsBefore: what tables may use is created before atlas's statements.
 func createsBefore(kind string) bool {
 	switch kind {
-	case "extension", "domain", "composite type", "range type", "function", "procedure":
+	case "extension", "domain", "composite type", "range type", "function", "procedure", "aggregate":
 		return true
 	}
 	return false
@@ -480,6 +480,8 @@ func create(o Object, replace bool) Step {
 		q = "CREATE DOMAIN " + o.Ident + " AS " + def
 	case "composite type":
 		q = "CREATE TYPE " + o.Ident + " AS " + def
+	case "aggregate":
+		q = createAggregate(o.Ident, o.Def) // untrimmed: INITCOND may end in a space
 	case "range type":
 		// Def is "subtype=T[ subtype_diff=F][ canonical=F]".
 		r := strings.NewReplacer("subtype=", "SUBTYPE = ", " subtype_diff=", ", SUBTYPE_DIFF = ", " canonical=", ", CANONICAL = ")
@@ -1210,4 +1212,24 @@ func partitionSteps(d Difference, live []Object, desiredBy map[string]*Object, b
 	}
 	return before, append(after, Step{SQL: "CREATE TABLE " + o.Ident + " " + o.Def, Reason: "creates partition " + o.Name + " of " + checkTable(*o),
 		Validates: withDefault, kind: "partition", name: o.Ident, Table: o.Table})
+}
+
+// createAggregate writes CREATE AGGREGATE for an aggregate whose Def is
+// "sfunc=F stype=T finalfunc=F initcond=V" (finalfunc "-" for none,
+// initcond empty for none). What else an aggregate may declare (moving
+// forms, combine and serial functions) is not in Def: an aggregate
+// declaring it is created without, and the proof refuses the result.
+func createAggregate(ident, def string) string {
+	rest := strings.TrimPrefix(def, "sfunc=")
+	sfunc, rest, _ := strings.Cut(rest, " stype=")
+	stype, rest, _ := strings.Cut(rest, " finalfunc=")
+	final, initcond, _ := strings.Cut(rest, " initcond=")
+	q := "CREATE AGGREGATE " + ident + " (SFUNC = " + sfunc + ", STYPE = " + stype
+	if final != "-" && final != "" {
+		q += ", FINALFUNC = " + final
+	}
+	if initcond != "" {
+		q += ", INITCOND = " + quoteLiteral(initcond)
+	}
+	return q + ")"
 }

@@ -136,6 +136,13 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			name:   "aggregates added, changed and dropped",
+			before: "CREATE AGGREGATE a1(integer) (SFUNC = int4pl, STYPE = integer, INITCOND = '0');\nCREATE AGGREGATE a2(integer) (SFUNC = int4pl, STYPE = integer);\n",
+			after: "CREATE AGGREGATE a1(integer) (SFUNC = int4pl, STYPE = integer, INITCOND = '1');\nCREATE FUNCTION fin(text) RETURNS text LANGUAGE sql AS $$ SELECT upper($1) $$;\n" +
+				"CREATE AGGREGATE a3(text) (SFUNC = textcat, STYPE = text, FINALFUNC = fin, INITCOND = 'it''s ');\nCREATE VIEW w AS SELECT a3(x::text) FROM generate_series(1, 3) x;\n",
+			want: "applied, safe",
+		},
+		{
 			// PostgreSQL has no cast from integer to date, not even an
 			// explicit one: the plan would fail in every apply.
 			name:   "a type with no cast to it",
