@@ -15,8 +15,10 @@ package catalogread
 // schema-qualified. No OID is printed; names PostgreSQL generates print as
 // <auto:LABEL(table)>, and so do those of a partition's indexes and
 // constraints attached to its partitioned table's (<auto:attached(table)>,
-// the line naming the parent's): the desired SQL declares them on the
-// parent and never names the partition's copy. Grants print by role name,
+// the line naming the parent's) when PostgreSQL named them (or, for a
+// constraint, gave it the parent's name): the desired SQL declares them on
+// the parent. One attached under a name of its own keeps it, as pg_dump
+// shows it. Grants print by role name,
 // and only those to roles other than the object's owner and the session's
 // own role (ptah's, on either side: what a DBA grants the role ptah runs
 // as, like ownership, is the deployment's and not the desired schema's).
@@ -55,7 +57,9 @@ con AS (
   FROM pg_constraint k JOIN rel r ON r.oid = k.conrelid
 ),
 conl AS (
-  SELECT k.*, CASE WHEN k.conparentid <> 0 THEN '<auto:attached(' || k.qname || ')>'
+  SELECT k.*, CASE WHEN k.conparentid <> 0 AND (k.conname = (SELECT pk.conname FROM pg_constraint pk WHERE pk.oid = k.conparentid)
+                                                OR (starts_with(k.conname, k.relname || '_') OR length(k.conname) >= 60) AND k.conname ~ '_(pkey|key|excl|fkey|check)[0-9]*$')
+                   THEN '<auto:attached(' || k.qname || ')>'
                    WHEN k.lbl IS NOT NULL AND (starts_with(k.conname, k.relname || '_') OR length(k.conname) >= 60)
                         AND k.conname ~ ('_' || k.lbl || '[0-9]*$')
                    THEN '<auto:' || k.lbl || '(' || k.qname || ')>' ELSE quote_ident(k.conname) END AS label
@@ -64,7 +68,9 @@ conl AS (
 idx AS (
   SELECT i.indexrelid, ic.relname, t.relname AS tbl, t.root, t.qname, i.indisunique, i.indnullsnotdistinct, i.indisprimary,
          i.indisexclusion, i.indimmediate, i.indisclustered, i.indisreplident, i.indisvalid, ic.reloptions,
-         CASE WHEN EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid) THEN '<auto:attached(' || t.qname || ')>'
+         CASE WHEN EXISTS (SELECT 1 FROM pg_inherits h WHERE h.inhrelid = i.indexrelid)
+                   AND (starts_with(ic.relname, t.relname || '_') OR length(ic.relname) >= 60) AND ic.relname ~ '_(idx|key|pkey|excl)[0-9]*$'
+              THEN '<auto:attached(' || t.qname || ')>'
               WHEN (starts_with(ic.relname, t.relname || '_') OR length(ic.relname) >= 60)
                    AND ic.relname ~ ('_' || coalesce(k.lbl, 'idx') || '[0-9]*$')
               THEN '<auto:' || coalesce(k.lbl, 'idx') || '(' || t.qname || ')>' ELSE quote_ident(ic.relname) END AS label
