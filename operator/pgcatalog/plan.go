@@ -321,7 +321,9 @@ func sortSteps(s []Step) []Step {
 			return -1
 		}
 		if x.Drops {
-			return r - 2*len(createOrder)
+			// In reverse of creation: what uses an object (a trigger its
+			// function, a function its type) is dropped before it.
+			return -2 - r
 		}
 		return r
 	}
@@ -342,7 +344,10 @@ func mentionsFirst(s []Step) []Step {
 		}
 		seen[i] = true
 		for j := range s {
-			if j != i && !s[j].Drops && !s[i].Drops && s[j].name != "" && createsBefore(s[j].kind) && mentions(s[i].SQL, s[j].name) {
+			// Only a creation is moved: an ALTER DOMAIN keeps its place
+			// among the others (a check dropped before one of its name
+			// is added).
+			if j != i && !s[j].Drops && !s[i].Drops && s[j].name != "" && createsBefore(s[j].kind) && !strings.HasPrefix(s[j].SQL, "ALTER ") && mentions(s[i].SQL, s[j].name) {
 				place(j, seen)
 			}
 		}

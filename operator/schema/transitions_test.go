@@ -143,6 +143,21 @@ func TestPlannedTransitions(t *testing.T) {
 			want: "applied, safe",
 		},
 		{
+			// Found by pg-schema-diff's cases: drops ran in creation order,
+			// the type before the function using it.
+			name:   "a composite type and a domain dropped with the functions using them",
+			before: "CREATE TYPE pair AS (a integer, b text);\nCREATE DOMAIN pos AS integer CHECK (VALUE > 0);\nCREATE FUNCTION f(p pair) RETURNS integer LANGUAGE sql AS $$ SELECT (p).a $$;\nCREATE FUNCTION g(x pos) RETURNS pos LANGUAGE sql AS $$ SELECT x $$;\n",
+			after:  "",
+			want:   "applied, safe",
+		},
+		{
+			// The check of the same name is dropped before it is added.
+			name:   "a domain's check changed under its name",
+			before: "CREATE DOMAIN posint AS integer CONSTRAINT posint_check CHECK (VALUE > -1000);\nCREATE TABLE t (id integer PRIMARY KEY, v posint);\n",
+			after:  "CREATE DOMAIN posint AS integer CONSTRAINT posint_check CHECK (VALUE > -2000);\nCREATE TABLE t (id integer PRIMARY KEY, v posint);\n",
+			want:   "applied, safe",
+		},
+		{
 			// PostgreSQL has no cast from integer to date, not even an
 			// explicit one: the plan would fail in every apply.
 			name:   "a type with no cast to it",
