@@ -842,6 +842,11 @@ func sortedSideKeys[V any](m map[string]V) []string {
 // ("type=bigint start=1 increment=1 min=1 max=... cache=1 cycle=f").
 func seqOptions(def string) map[string]string {
 	m := map[string]string{}
+	// ownedby= comes last and names a column, which may hold spaces
+	// ("t"."some id"): it is the rest of the line.
+	if head, owner, ok := strings.Cut(def, " ownedby="); ok {
+		def, m["ownedby"] = head, owner
+	}
 	for _, f := range strings.Fields(def) {
 		if k, v, ok := strings.Cut(f, "="); ok {
 			m[k] = v

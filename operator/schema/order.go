@@ -231,11 +231,12 @@ func isIdentity(a sqlschema.Attr) bool {
 
 // retype gives a type change PostgreSQL cannot make by assignment (to or
 // from an enum, from a string type to another kind, between integer and
-// boolean) the USING cast atlas leaves out (retypeUsing). Around such a
-// change, any change given a USING (castTrials), and any change of an enum
-// column's type, the column's default is dropped first (PostgreSQL refuses
-// to cast it, and a default naming the old enum keeps that type from being
-// dropped) and set again after.
+// boolean) the USING cast atlas leaves out (retypeUsing). Around every
+// change of type the column's default is dropped first and set again
+// after: PostgreSQL may refuse to cast it, a default naming the old type
+// (an enum of any schema, a domain) keeps that type from being dropped,
+// and one it casts keeps the old type's cast in what it prints
+// ('x'::character varying on a text column).
 func retype(c *sqlschema.ModifyColumn) []sqlschema.Change {
 	if !c.Change.Is(sqlschema.ChangeType) {
 		return []sqlschema.Change{c}
@@ -243,8 +244,7 @@ func retype(c *sqlschema.ModifyColumn) []sqlschema.Change {
 	if x := retypeUsing(c); x != "" && !hasUsing(c) {
 		c.Extra = append(c.Extra, &postgres.ConvertUsing{X: x})
 	}
-	_, fromEnum := c.From.Type.Type.(*sqlschema.EnumType)
-	if (!hasUsing(c) && !fromEnum) || c.From.Default == nil {
+	if c.From.Default == nil {
 		return []sqlschema.Change{c}
 	}
 	bare := *c.From

@@ -158,6 +158,15 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			// Found by pg-schema-diff's cases: OWNED BY was read up to the
+			// first space, so both owners read "public.\"some" and the
+			// move was never planned.
+			name:   "a sequence's owner moved between columns whose names hold spaces",
+			before: "CREATE TABLE \"some t\" (id integer PRIMARY KEY, \"some id\" bigint);\nCREATE TABLE \"some u\" (id integer PRIMARY KEY, \"some id\" bigint);\nCREATE SEQUENCE \"a seq\" OWNED BY \"some t\".\"some id\";\n",
+			after:  "CREATE TABLE \"some t\" (id integer PRIMARY KEY);\nCREATE TABLE \"some u\" (id integer PRIMARY KEY, \"some id\" bigint);\nCREATE SEQUENCE \"a seq\" OWNED BY \"some u\".\"some id\";\nCREATE TABLE w (\"the id\" serial PRIMARY KEY);\n",
+			want:   "applied, destructive",
+		},
+		{
 			// PostgreSQL has no cast from integer to date, not even an
 			// explicit one: the plan would fail in every apply.
 			name:   "a type with no cast to it",
