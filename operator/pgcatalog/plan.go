@@ -67,6 +67,7 @@ type Around struct {
 // Plan plans diffs (from Diff over live and desired) around atlas's
 // statements.
 func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
+	diffs = pairSequences(diffs)
 	rewritten := around.Rewritten
 	var p Planned
 	liveBy, desiredBy := index(live), index(desired)
@@ -885,6 +886,9 @@ func sequenceSteps(d Difference, before, after []Step) ([]Step, []Step) {
 		if x == nil {
 			return ""
 		}
+		if col, ok := strings.CutPrefix(x.Name, "owned by "); ok {
+			return col
+		}
 		return seqOptions(x.Def)["ownedby"]
 	}
 	live, desired := ownedBy(d.Live), ownedBy(d.Desired)
@@ -901,7 +905,7 @@ func sequenceSteps(d Difference, before, after []Step) ([]Step, []Step) {
 			after = append(after, Step{SQL: "ALTER SEQUENCE " + d.Live.Ident + " AS " + dm["type"] + " " + seqClause(dm, false),
 				Reason: "changes the options of " + o.String(), Validates: true, kind: "sequence", Table: o.Table})
 		}
-	case owned:
+	case owned && (d.Live == nil || d.Desired == nil):
 	case d.Desired != nil:
 		m := seqOptions(d.Desired.Def)
 		before = append(before, Step{SQL: "CREATE SEQUENCE " + d.Desired.Ident + " AS " + m["type"] + " " + seqClause(m, false),
@@ -1242,4 +1246,38 @@ func createAggregate(ident, def string) string {
 		q += ", INITCOND = " + quoteLiteral(initcond)
 	}
 	return q + ")"
+}
+
+// pairSequences makes one difference of a sequence the two sides key
+// apart: a serial's (keyed by its column, "owned by t.id") on one side and
+// the same sequence declared on its own, or owned by another column, on the
+// other (a serial become integer DEFAULT nextval('t_id_seq'), and back). It
+// is one sequence whose owner changes, not one dropped and one created.
+func pairSequences(diffs []Difference) []Difference {
+	desiredOnly := map[string]int{}
+	for i, d := range diffs {
+		if d.Live == nil && d.Desired.Kind == "sequence" {
+			desiredOnly[d.Desired.Ident] = i
+		}
+	}
+	pairOf := map[int]int{} // live-only index -> desired-only index
+	taken := map[int]bool{}
+	for i, d := range diffs {
+		if d.Desired != nil || d.Live.Kind != "sequence" {
+			continue
+		}
+		if j, ok := desiredOnly[d.Live.Ident]; ok && !taken[j] {
+			pairOf[i], taken[j] = j, true
+		}
+	}
+	var out []Difference
+	for i, d := range diffs {
+		switch j, ok := pairOf[i]; {
+		case ok:
+			out = append(out, Difference{Live: d.Live, Desired: diffs[j].Desired})
+		case !taken[i]:
+			out = append(out, d)
+		}
+	}
+	return out
 }

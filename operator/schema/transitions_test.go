@@ -167,6 +167,21 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, destructive",
 		},
 		{
+			// Found by migra's seq fixture: the serial's sequence, keyed by
+			// its column on one side and by its name on the other, was
+			// created again (42P07) instead of released; its position is kept.
+			name:   "a serial become an integer defaulting to its sequence",
+			before: "CREATE TABLE t (id serial PRIMARY KEY, c text);\n",
+			after:  "CREATE SEQUENCE t_id_seq;\nCREATE TABLE t (id integer NOT NULL DEFAULT nextval('t_id_seq'::regclass) PRIMARY KEY, c text);\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "an integer defaulting to a sequence become its serial",
+			before: "CREATE SEQUENCE t_id_seq;\nCREATE TABLE t (id integer NOT NULL DEFAULT nextval('t_id_seq'::regclass) PRIMARY KEY, c text);\n",
+			after:  "CREATE TABLE t (id serial PRIMARY KEY, c text);\n",
+			want:   "applied, safe",
+		},
+		{
 			// PostgreSQL has no cast from integer to date, not even an
 			// explicit one: the plan would fail in every apply.
 			name:   "a type with no cast to it",
