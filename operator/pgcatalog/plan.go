@@ -22,6 +22,8 @@ type Step struct {
 	Table string
 	kind  string
 	name  string
+	// def is a dropped object's definition, for the order of drops.
+	def string
 }
 
 // Kind is the kind of object the statement creates, changes or drops, ""
@@ -329,7 +331,36 @@ func sortSteps(s []Step) []Step {
 		return r
 	}
 	sort.SliceStable(s, func(i, j int) bool { return rank(s[i]) < rank(s[j]) })
-	return mentionsFirst(s)
+	return dependentsFirst(mentionsFirst(s))
+}
+
+// dependentsFirst moves a dropped object's dependents, as far as the
+// names in their definitions tell (a domain whose check calls a function,
+// a function calling another, a composite type holding another), before
+// its drop.
+func dependentsFirst(s []Step) []Step {
+	out := make([]Step, 0, len(s))
+	placed := make([]bool, len(s))
+	var place func(i int, seen map[int]bool)
+	place = func(i int, seen map[int]bool) {
+		if placed[i] || seen[i] {
+			return
+		}
+		seen[i] = true
+		if s[i].Drops && s[i].name != "" {
+			for j := range s {
+				if j != i && s[j].Drops && s[j].def != "" && mentions(s[j].def, s[i].name) {
+					place(j, seen)
+				}
+			}
+		}
+		placed[i] = true
+		out = append(out, s[i])
+	}
+	for i := range s {
+		place(i, map[int]bool{})
+	}
+	return out
 }
 
 // mentionsFirst moves a created type, domain or routine before a creation
@@ -524,7 +555,7 @@ func drop(o Object) Step {
 	default:
 		q = "DROP " + strings.ToUpper(o.Kind) + " " + o.Ident
 	}
-	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind, name: o.Ident, Table: o.Table}
+	return Step{SQL: q, Reason: "drops " + o.String(), Drops: true, kind: o.Kind, name: o.Ident, Table: o.Table, def: o.Def}
 }
 
 // recreatedHere names, as privileges objects name them ("view v", "type

@@ -151,6 +151,14 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			// A SQL-standard body depends on what it calls (pg_depend): the
+			// caller goes first; so does a type holding another.
+			name:   "functions calling each other and nested types dropped",
+			before: "CREATE FUNCTION \"a f\"(x integer) RETURNS integer LANGUAGE sql RETURN x + 1;\nCREATE FUNCTION b(x integer) RETURNS integer LANGUAGE sql RETURN \"a f\"(x) * 2;\nCREATE TYPE inner_t AS (n integer);\nCREATE TYPE outer_t AS (i inner_t);\n",
+			after:  "",
+			want:   "applied, safe",
+		},
+		{
 			// The check of the same name is dropped before it is added.
 			name:   "a domain's check changed under its name",
 			before: "CREATE DOMAIN posint AS integer CONSTRAINT posint_check CHECK (VALUE > -1000);\nCREATE TABLE t (id integer PRIMARY KEY, v posint);\n",
