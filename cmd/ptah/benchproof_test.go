@@ -35,7 +35,7 @@ func TestBenchProof(t *testing.T) {
 	target := pg.CreateDatabase(t, "target")
 	devPG := testenv.StartPostgres(t)
 	devURL := devPG.CreateDatabase(t, "dev")
-	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB")
+	devPG.Exec(t, "postgres", "ALTER ROLE dev CREATEDB CREATEROLE") // each comparison makes a database and a role of its own
 	ddl := filepath.Join(t.TempDir(), "objects.sql")
 	if err := os.WriteFile(ddl, []byte(testenv.ObjectSchema(2000)), 0o644); err != nil {
 		t.Fatal(err)

@@ -917,7 +917,9 @@ func sequenceSteps(d Difference, before, after []Step) ([]Step, []Step) {
 		if x == nil {
 			return ""
 		}
-		if col, ok := strings.CutPrefix(x.Name, "owned by "); ok {
+		// A serial's sequence, keyed by its column, is atlas's: its owner
+		// is read from the key only where pairSequences paired it.
+		if col, ok := strings.CutPrefix(x.Name, "owned by "); ok && d.Live != nil && d.Desired != nil {
 			return col
 		}
 		return seqOptions(x.Def)["ownedby"]
