@@ -122,6 +122,14 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			// Another kind created again: a function whose return type
+			// changes is dropped and created, and keeps its grants.
+			name:   "a function created again keeps its revoked default and grants",
+			before: "CREATE FUNCTION f(x integer) RETURNS integer LANGUAGE sql AS $$ SELECT x $$;\nREVOKE EXECUTE ON FUNCTION f(integer) FROM PUBLIC;\nCREATE MATERIALIZED VIEW m AS SELECT 1 AS a;\nGRANT SELECT ON m TO PUBLIC;\n",
+			after:  "CREATE FUNCTION f(x integer) RETURNS bigint LANGUAGE sql AS $$ SELECT x::bigint $$;\nREVOKE EXECUTE ON FUNCTION f(integer) FROM PUBLIC;\nCREATE MATERIALIZED VIEW m AS SELECT 2 AS a;\nGRANT SELECT ON m TO PUBLIC;\n",
+			want:   "applied, safe",
+		},
+		{
 			// A dropped column takes its grants with it.
 			name:   "a column with grants dropped",
 			before: "CREATE TABLE t (id integer PRIMARY KEY, a text);\nGRANT SELECT (a) ON t TO PUBLIC;\n",
