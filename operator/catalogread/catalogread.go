@@ -126,10 +126,12 @@ FROM rel r JOIN pg_class c ON c.oid = r.oid JOIN pg_inherits i ON i.inhrelid = r
 WHERE r.relkind IN ('r', 'p') AND r.relispartition
 UNION ALL
 -- what a partition has of its own, not from its parent, is listed under
--- kinds of their own: its indexes and constraints are planned on it, its
--- columns' own defaults and its properties are refused, never unseen. Inherited ones (an index attached to its parent's, a constraint
--- with coninhcount > 0 or a parent constraint) come with the parent. Their
--- table is the parent's, as a partition's is.
+-- kinds of their own and planned on it: its indexes and constraints, its
+-- columns' own NOT NULL, defaults and comments, its properties. Inherited
+-- ones (an index attached to its parent's, a constraint with coninhcount >
+-- 0 or a parent constraint) come with the parent. Their table is the
+-- parent's, as a partition's is; a column's deps are its partition and,
+-- in the same schema, its parent's column.
 SELECT 'partition index', quote_ident(ic.relname) || ' on ' || t.qname,
        pg_get_indexdef(i.indexrelid) || coalesce(' comment=' || obj_description(ic.oid, 'pg_class'), ''), false,
        (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = t.oid), quote_ident(ic.relname), 'partition ' || t.qname
@@ -146,7 +148,9 @@ UNION ALL
 SELECT 'partition column', r.qname || '.' || quote_ident(a.attname),
        concat_ws(' ', CASE WHEN a.attnotnull AND NOT pa.attnotnull THEN 'NOT NULL' END,
          'DEFAULT ' || pg_get_expr(d.adbin, d.adrelid), 'COMMENT ' || quote_literal(col_description(r.oid, a.attnum))),
-       false, pa_rel.relname, NULL::text, NULL::text
+       false, pa_rel.relname, NULL::text,
+       concat_ws(E'\n', 'partition ' || r.qname,
+         CASE WHEN pa_rel.relnamespace = (SELECT oid FROM ns) THEN 'column ' || quote_ident(pa_rel.relname) || '.' || quote_ident(a.attname) END)
 FROM rel r JOIN pg_inherits i ON i.inhrelid = r.oid
 JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
 JOIN pg_attribute pa ON pa.attrelid = i.inhparent AND pa.attname = a.attname JOIN pg_class pa_rel ON pa_rel.oid = i.inhparent
@@ -161,7 +165,7 @@ SELECT 'partition property', r.qname,
        concat_ws(' ', CASE r.relpersistence WHEN 'u' THEN 'UNLOGGED' END, 'WITH (' || array_to_string(r.reloptions, ', ') || ')',
          CASE r.relreplident WHEN 'n' THEN 'REPLICA IDENTITY NOTHING' WHEN 'f' THEN 'REPLICA IDENTITY FULL' WHEN 'i' THEN 'REPLICA IDENTITY USING INDEX' END,
          'COMMENT ' || quote_literal(obj_description(r.oid, 'pg_class'))),
-       false, (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = r.oid), NULL::text, NULL::text
+       false, (SELECT p.relname FROM pg_inherits h JOIN pg_class p ON p.oid = h.inhparent WHERE h.inhrelid = r.oid), NULL::text, 'partition ' || r.qname
 FROM rel r
 WHERE r.relkind IN ('r', 'p') AND r.relispartition AND (r.relpersistence <> 'p' OR r.reloptions IS NOT NULL OR r.relreplident <> 'd'
                             OR obj_description(r.oid, 'pg_class') IS NOT NULL)

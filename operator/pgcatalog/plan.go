@@ -45,7 +45,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "range type", "function", "procedure", "aggregate", "partition", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
+	"extension", "domain", "composite type", "range type", "function", "procedure", "aggregate", "partition", "partition column", "partition property", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -73,6 +73,7 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 	rewritten := around.Rewritten
 	var p Planned
 	liveBy, desiredBy := index(live), index(desired)
+	diffs = append(diffs, partitionDefaultsReset(diffs, liveBy, desiredBy)...)
 	// The views to drop: those changed or gone, those reading a rewritten
 	// table, and, transitively, every view reading one of them.
 	dropView := map[string]bool{}
@@ -193,6 +194,20 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 					continue
 				}
 				p.Before, p.After = partitionSteps(d, live, desiredBy, p.Before, p.After)
+				continue
+			case "partition column", "partition property":
+				var steps []Step
+				ok := true
+				if o.Kind == "partition column" {
+					steps, ok = partitionColumnSteps(d, liveBy, desiredBy)
+				} else {
+					steps, ok = partitionPropertySteps(d, desiredBy)
+				}
+				if !ok {
+					p.Refused = append(p.Refused, d)
+					continue
+				}
+				p.After = append(p.After, steps...)
 				continue
 			case "partition index", "partition constraint":
 				p.Before, p.After = partitionOwnSteps(d, desiredBy, p.Before, p.After)
@@ -1190,7 +1205,9 @@ func parametersKind(params []string) string {
 // unless its partition goes (it goes with it), created after them and
 // after its partition. A changed one is dropped and created again.
 func partitionOwnSteps(d Difference, desiredBy map[string]*Object, before, after []Step) ([]Step, []Step) {
-	if o := d.Live; o != nil && desiredBy[o.Deps[0]] != nil {
+	// A foreign key is dropped even when its partition goes: the table it
+	// references may be dropped before its partition is.
+	if o := d.Live; o != nil && (desiredBy[o.Deps[0]] != nil || partitionConstraintKind(o.Def) == "foreign key" && o.Kind == "partition constraint") {
 		partition := strings.TrimPrefix(o.Deps[0], "partition ")
 		if o.Kind == "partition index" {
 			before = append(before, Step{SQL: "DROP INDEX " + o.Ident, Reason: "drops index " + o.Ident + " of partition " + partition,

@@ -518,6 +518,11 @@ func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 		if !st.Drops {
 			s.add(HazardBuildsIndex)
 		}
+	case "partition column", "partition property":
+		// ALTER TABLE on the partition; COMMENT ON takes a lighter lock.
+		if !strings.HasPrefix(st.SQL, "COMMENT ON") {
+			s.add(HazardAccessExclusiveLock)
+		}
 	case "storage parameters":
 		// SET and RESET of these take SHARE UPDATE EXCLUSIVE: reads and
 		// writes go on.

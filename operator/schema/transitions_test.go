@@ -84,6 +84,42 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			// A partition's own primary key makes its columns NOT NULL;
+			// dropping the key leaves them so, which the plan undoes.
+			name:   "a partition's own key, NOT NULL, defaults and comments added and dropped",
+			before: "CREATE TABLE p (id integer, k integer DEFAULT 1, c text) PARTITION BY RANGE (id);\n" +
+				"CREATE TABLE p1 PARTITION OF p (CONSTRAINT p1_pk PRIMARY KEY (id), k DEFAULT 5) FOR VALUES FROM (0) TO (100);\n" +
+				"CREATE TABLE p2 PARTITION OF p FOR VALUES FROM (100) TO (200);\nCOMMENT ON COLUMN p2.c IS 'gone';\n",
+			after: "CREATE TABLE p (id integer, k integer DEFAULT 1, c text) PARTITION BY RANGE (id);\n" +
+				"CREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\n" +
+				"CREATE TABLE p2 PARTITION OF p (CONSTRAINT p2_pk PRIMARY KEY (id, k), c DEFAULT 'x') FOR VALUES FROM (100) TO (200);\n" +
+				"CREATE TABLE p3 PARTITION OF p (k NOT NULL) FOR VALUES FROM (200) TO (300);\nCOMMENT ON COLUMN p1.c IS 'it''s p1';\n",
+			want: "applied, safe",
+		},
+		{
+			// SET DEFAULT on a partitioned table reaches every partition:
+			// a partition's own default, the same on both sides, is set
+			// again after it.
+			name:   "a parent's default changed under a partition's own",
+			before: "CREATE TABLE p (id integer, k integer DEFAULT 1) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p (k DEFAULT 5) FOR VALUES FROM (0) TO (100);\n",
+			after:  "CREATE TABLE p (id integer, k integer DEFAULT 2) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p (k DEFAULT 5) FOR VALUES FROM (0) TO (100);\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a partition's replica identity, storage parameters and comment",
+			before: part + "ALTER TABLE p1 REPLICA IDENTITY FULL;\n",
+			after:  part + "CREATE TABLE p2 PARTITION OF p FOR VALUES FROM (100) TO (200) WITH (fillfactor = 70);\nALTER TABLE p1 REPLICA IDENTITY NOTHING;\nCOMMENT ON TABLE p1 IS 'first';\n",
+			want:   "applied, safe",
+		},
+		{
+			// A partition's own foreign key goes before the table it
+			// references, which goes before the partition's parent.
+			name:   "a partitioned table dropped whose partition references another dropped table",
+			before: "CREATE TABLE a (id integer PRIMARY KEY, k integer UNIQUE);\n" + part + "ALTER TABLE p1 ADD CONSTRAINT p1_a FOREIGN KEY (k) REFERENCES a (k);\n",
+			after:  "CREATE TABLE other (id integer);\n",
+			want:   "applied, destructive",
+		},
+		{
 			// atlas's planner has no statement for it: its error is a
 			// refusal naming the enum, not an internal error.
 			name:   "an enum's values reordered",
