@@ -410,9 +410,15 @@ JOIN pg_depend d ON d.classid = 'pg_rewrite'::regclass AND d.objid = w.oid AND d
 JOIN pg_class c ON c.oid = d.refobjid
 JOIN pg_namespace cn ON cn.oid = c.relnamespace AND cn.nspname = ANY($2) AND cn.nspname <> $1
 WHERE v.relkind IN ('v', 'm')`
-	// InvalidIndexes lists the invalid indexes of schema $1 and their tables.
+	// InvalidIndexes lists the invalid indexes of schema $1, their tables,
+	// the constraint owning each ('' for none) and whether it is a
+	// partitioned table's (invalid until every partition has an index
+	// attached to it, not after a failed build).
 	InvalidIndexes = `
-SELECT c.relname, t.relname FROM pg_index i
+SELECT c.relname, t.relname,
+       coalesce((SELECT k.conname FROM pg_constraint k WHERE k.conindid = c.oid AND k.conrelid = t.oid AND k.contype IN ('p', 'u', 'x')), ''),
+       c.relkind = 'I'
+FROM pg_index i
 JOIN pg_class c ON c.oid = i.indexrelid
 JOIN pg_class t ON t.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace

@@ -162,10 +162,12 @@ SELECT s.tbl, s.root, NULL, CASE WHEN s.label <> s.qname THEN s.ref END, CASE WH
 FROM seq s WHERE s.deptype IS DISTINCT FROM 'i'
 UNION ALL
 -- constraints of tables and partitions (not the copies PostgreSQL makes on
--- the partitions of a table a foreign key references)
+-- the partitions of a table a foreign key references). NO INHERIT means
+-- something for a check only: a key's flag follows how it was made (on the
+-- partition, or through its parent), as pg_dump leaves it.
 SELECT k.relname, k.root, NULL, NULL, NULL,
        format('constraint %s %s type=%s def=%s deferrable=%s deferred=%s validated=%s noinherit=%s local=%s inherited=%s comment=%s',
-         k.qname, k.label, k.contype, pg_get_constraintdef(k.oid), k.condeferrable, k.condeferred, k.convalidated, k.connoinherit,
+         k.qname, k.label, k.contype, pg_get_constraintdef(k.oid), k.condeferrable, k.condeferred, k.convalidated, k.contype = 'c' AND k.connoinherit,
          k.conislocal, k.conparentid <> 0, obj_description(k.oid, 'pg_constraint'))
 FROM conl k
 WHERE NOT (k.contype = 'f' AND k.conparentid <> 0 AND EXISTS (SELECT 1 FROM pg_constraint pk WHERE pk.oid = k.conparentid AND pk.conrelid = k.conrelid))

@@ -92,6 +92,12 @@ func outsideTransaction(c sqlschema.Change, cmd string) bool {
 // still refuses duplicates.
 type invalidIndex struct {
 	name, table string
+	// constraint is the key owning the index, "" if none: it is dropped
+	// by its constraint.
+	constraint string
+	// partitioned is a partitioned table's index, invalid while a
+	// partition has none attached to it.
+	partitioned bool
 }
 
 // readInvalidIndexes lists the invalid indexes of schema, by name.
@@ -104,7 +110,7 @@ func readInvalidIndexes(ctx context.Context, tx *sql.Tx, schema string) ([]inval
 	var out []invalidIndex
 	for rows.Next() {
 		var ix invalidIndex
-		if err := rows.Scan(&ix.name, &ix.table); err != nil {
+		if err := rows.Scan(&ix.name, &ix.table, &ix.constraint, &ix.partitioned); err != nil {
 			return nil, fmt.Errorf("read the invalid indexes of schema %q: %w", schema, err)
 		}
 		out = append(out, ix)
@@ -121,6 +127,10 @@ func withoutInvalid(s *sqlschema.Schema, invalid []invalidIndex) {
 		if !ok {
 			continue
 		}
+		if t.PrimaryKey != nil && t.PrimaryKey.Name == ix.name {
+			// A key whose index is invalid is dropped with it.
+			t.PrimaryKey = nil
+		}
 		for i, idx := range t.Indexes {
 			if idx.Name == ix.name {
 				t.Indexes = append(t.Indexes[:i], t.Indexes[i+1:]...)
@@ -131,17 +141,27 @@ func withoutInvalid(s *sqlschema.Schema, invalid []invalidIndex) {
 }
 
 // dropInvalid plans dropping each invalid index first, concurrently when
-// the plan builds indexes that way.
+// the plan builds indexes that way and PostgreSQL can: a key's index goes
+// with its constraint, and a partitioned table's index is never dropped
+// concurrently.
 func dropInvalid(schema string, invalid []invalidIndex, concurrently bool) []Statement {
 	var out []Statement
 	for _, ix := range invalid {
+		why := "left invalid by a failed concurrent build"
+		if ix.partitioned {
+			why = "invalid: a partition has no index attached to it"
+		}
 		st := Statement{
 			SQL:      fmt.Sprintf("DROP INDEX %s.%s", quoteIdent(schema), quoteIdent(ix.name)),
 			Severity: Safe,
-			Reason:   fmt.Sprintf("drops index %s on %s, left invalid by a failed concurrent build; no data is lost (it is built again below if desired)", ix.name, ix.table),
+			Reason:   fmt.Sprintf("drops index %s on %s, %s; no data is lost (it is built again below if desired)", ix.name, ix.table, why),
 			Hazards:  []Hazard{HazardAccessExclusiveLock},
 		}
-		if concurrently {
+		if ix.constraint != "" {
+			st.SQL = fmt.Sprintf("ALTER TABLE %s.%s DROP CONSTRAINT %s", quoteIdent(schema), quoteIdent(ix.table), quoteIdent(ix.constraint))
+			st.Reason = fmt.Sprintf("drops constraint %s on %s, whose index is %s; no data is lost (it is added again below if desired)", ix.constraint, ix.table, why)
+		}
+		if concurrently && ix.constraint == "" && !ix.partitioned {
 			st.SQL = fmt.Sprintf("DROP INDEX CONCURRENTLY %s.%s", quoteIdent(schema), quoteIdent(ix.name))
 			st.Hazards, st.OutsideTransaction = nil, true
 		}

@@ -40,6 +40,11 @@ type genPart struct {
 	parentIndex bool // p_k_idx ON p (k)
 	ownIndex    bool // p_0_v_idx ON p_0 (v), p_0's alone
 	ownCheck    bool // p_1_k_check on p_1 alone
+	// What a partition has of its own beside its parent's: p.k's default,
+	// p_1.k's own default, p_0.k's own NOT NULL, a comment on p_1.v, p_2's
+	// replica identity and storage parameters.
+	parentDefault, ownDefault, ownNotNull, ownComment bool
+	identity, fillfactor                              string
 }
 
 type genFK struct {
@@ -150,7 +155,7 @@ func drawFK(t *rapid.T) genFK {
 
 var extraEdits = []string{
 	"domain", "domain check", "composite", "range", "partition", "partition index", "partition own index",
-	"partition own check", "partition column", "fk", "fk validity", "fk deferrable", "trigger", "trigger function",
+	"partition own check", "partition column", "partition own column", "partition own property", "fk", "fk validity", "fk deferrable", "trigger", "trigger function",
 	"policy", "force rls", "grant", "matview", "procedure", "aggregate", "sequence options",
 }
 
@@ -217,6 +222,27 @@ func editExtra(t *rapid.T, s *genSchema, tb *genTable, kind string, n int) {
 	case "partition column":
 		if x.part != nil {
 			x.part.vType = rapid.SampledFrom(s.typesOK()).Draw(t, "new v type")
+		}
+	case "partition own column":
+		if p := x.part; p != nil {
+			switch rapid.IntRange(0, 3).Draw(t, "partition column property") {
+			case 0:
+				p.parentDefault = !p.parentDefault
+			case 1:
+				p.ownDefault = !p.ownDefault
+			case 2:
+				p.ownNotNull = !p.ownNotNull
+			default:
+				p.ownComment = !p.ownComment
+			}
+		}
+	case "partition own property":
+		if p := x.part; p != nil {
+			if rapid.Bool().Draw(t, "identity?") {
+				p.identity = rapid.SampledFrom([]string{"", "FULL", "NOTHING"}).Draw(t, "identity")
+			} else {
+				p.fillfactor = rapid.SampledFrom([]string{"", "70", "90"}).Draw(t, "fillfactor")
+			}
 		}
 	case "fk":
 		if tb.name != "t0" && s.table("t0") != nil {
@@ -339,6 +365,28 @@ func (x genExtras) sql(b *strings.Builder, s *genSchema) {
 		}
 		if p.ownCheck && slices.Contains(p.parts, "p_1") {
 			b.WriteString("ALTER TABLE p_1 ADD CONSTRAINT p_1_k_check CHECK (k > -1000);\n")
+		}
+		if p.parentDefault {
+			b.WriteString("ALTER TABLE p ALTER COLUMN k SET DEFAULT 1;\n")
+		}
+		if p.ownDefault && slices.Contains(p.parts, "p_1") {
+			b.WriteString("ALTER TABLE p_1 ALTER COLUMN k SET DEFAULT 7;\n")
+		}
+		if p.ownNotNull {
+			// p_0 holds the planted rows, one with k NULL: SET NOT NULL
+			// fails on it, as the plan marks.
+			b.WriteString("ALTER TABLE p_0 ALTER COLUMN k SET NOT NULL;\n")
+		}
+		if p.ownComment && slices.Contains(p.parts, "p_1") {
+			b.WriteString("COMMENT ON COLUMN p_1.v IS 'p_1''s own';\n")
+		}
+		if slices.Contains(p.parts, "p_2") {
+			if p.identity != "" {
+				fmt.Fprintf(b, "ALTER TABLE p_2 REPLICA IDENTITY %s;\n", p.identity)
+			}
+			if p.fillfactor != "" {
+				fmt.Fprintf(b, "ALTER TABLE p_2 SET (fillfactor = %s);\n", p.fillfactor)
+			}
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(x.fks)) {

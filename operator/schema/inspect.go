@@ -163,6 +163,13 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 		return nil, err
 	}
 	withoutInvalid(s, invalid)
+	// A key whose index is invalid is dropped with it (dropInvalid): it
+	// is not there to compare.
+	objects = slices.DeleteFunc(objects, func(o pgcatalog.Object) bool {
+		return o.Kind == "constraint" && slices.ContainsFunc(invalid, func(ix invalidIndex) bool {
+			return ix.constraint != "" && ix.table == o.Table && quoteIdent(ix.constraint) == o.Ident
+		})
+	})
 	marked := objects
 	for _, ix := range invalid {
 		marked = append(slices.Clip(marked), pgcatalog.Object{Kind: "invalid index", Name: ix.name + " on " + ix.table})

@@ -3,6 +3,7 @@ package schema
 import (
 	"regexp"
 	"slices"
+	"strings"
 
 	"ariga.io/atlas/sql/migrate"
 
@@ -70,16 +71,31 @@ func withoutConstraints(s *sqlschema.Schema) {
 }
 
 // withoutLostIndexes hands pgcatalog the indexes and unique constraints
-// with a property atlas loses (pgcatalog.AtlasLoses) on either side: they
+// with a property atlas loses (pgcatalog.AtlasLoses) on either side, or
+// that are an index on one side and a constraint on the other: they
 // leave atlas's tables on both sides, by name, and are compared and planned
 // as PostgreSQL prints them. An invalid live one is left to dropInvalid,
 // which drops it first, so the desired one is created again.
 func withoutLostIndexes(live, desired *state) {
 	taken := map[string]bool{}
+	// An index on one side that is a key's constraint of the same name on
+	// the other is a difference atlas does not see either.
+	// (A primary key is atlas's table key, not one of its indexes: it is
+	// left to atlas.)
+	indexOrUnique := func(o pgcatalog.Object) bool {
+		return o.Kind == "index" || o.Kind == "constraint" && strings.HasPrefix(o.Def, "u ")
+	}
+	kinds := map[string]string{}
+	for _, o := range live.objects {
+		if indexOrUnique(o) {
+			kinds[o.Table+" "+o.Ident] = o.Kind
+		}
+	}
 	for _, st := range []*state{live, desired} {
 		for _, o := range st.objects {
-			if pgcatalog.AtlasLoses(o) {
-				taken[o.Table+" "+o.Ident] = true
+			k := o.Table + " " + o.Ident
+			if pgcatalog.AtlasLoses(o) || st == desired && indexOrUnique(o) && kinds[k] != "" && kinds[k] != o.Kind {
+				taken[k] = true
 			}
 		}
 	}

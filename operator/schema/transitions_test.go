@@ -86,7 +86,7 @@ func TestPlannedTransitions(t *testing.T) {
 		{
 			// A partition's own primary key makes its columns NOT NULL;
 			// dropping the key leaves them so, which the plan undoes.
-			name:   "a partition's own key, NOT NULL, defaults and comments added and dropped",
+			name: "a partition's own key, NOT NULL, defaults and comments added and dropped",
 			before: "CREATE TABLE p (id integer, k integer DEFAULT 1, c text) PARTITION BY RANGE (id);\n" +
 				"CREATE TABLE p1 PARTITION OF p (CONSTRAINT p1_pk PRIMARY KEY (id), k DEFAULT 5) FOR VALUES FROM (0) TO (100);\n" +
 				"CREATE TABLE p2 PARTITION OF p FOR VALUES FROM (100) TO (200);\nCOMMENT ON COLUMN p2.c IS 'gone';\n",
@@ -118,6 +118,27 @@ func TestPlannedTransitions(t *testing.T) {
 			before: "CREATE TABLE a (id integer PRIMARY KEY, k integer UNIQUE);\n" + part + "ALTER TABLE p1 ADD CONSTRAINT p1_a FOREIGN KEY (k) REFERENCES a (k);\n",
 			after:  "CREATE TABLE other (id integer);\n",
 			want:   "applied, destructive",
+		},
+		{
+			// The same name, an index on one side and a key's constraint on
+			// the other: atlas reads both as one unique index.
+			name: "unique indexes become unique constraints of their name, and one the other way",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, a integer, b integer);\nCREATE UNIQUE INDEX t_a_uq ON t (a);\nALTER TABLE t ADD CONSTRAINT t_b_key UNIQUE (b);\n" +
+				"CREATE TABLE p (id integer NOT NULL, k integer) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\nCREATE UNIQUE INDEX p_uq ON p (id, k);\n",
+			after: "CREATE TABLE t (id integer PRIMARY KEY, a integer, b integer);\nALTER TABLE t ADD CONSTRAINT t_a_uq UNIQUE (a);\nCREATE UNIQUE INDEX t_b_key ON t (b);\n" +
+				"CREATE TABLE p (id integer NOT NULL, k integer) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\nALTER TABLE p ADD CONSTRAINT p_uq UNIQUE (id, k);\n",
+			want: "applied, safe",
+		},
+		{
+			// A key made on its own partition's index, attached to its
+			// parent's key left invalid (ALTER TABLE ONLY): the key goes
+			// with its index and is added again whole.
+			name: "a key left invalid on a partitioned table",
+			before: "CREATE TABLE p (id integer NOT NULL, k integer) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\n" +
+				"ALTER TABLE ONLY p ADD CONSTRAINT p_key PRIMARY KEY (id);\nCREATE UNIQUE INDEX p1_key ON p1 (id);\n",
+			after: "CREATE TABLE p (id integer NOT NULL, k integer) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\n" +
+				"ALTER TABLE p ADD CONSTRAINT p_key PRIMARY KEY (id);\n",
+			want: "applied, safe",
 		},
 		{
 			// atlas's planner has no statement for it: its error is a
