@@ -117,8 +117,19 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 	for _, d := range diffs {
 		diffByKey[d.Object().Key()] = d
 	}
-	// Comments and indexes of a recreated view are lost with it; make them
-	// again.
+	// Comments, indexes and triggers of a recreated view are lost with it;
+	// make them again.
+	for _, o := range desired {
+		if o.Kind == "trigger" {
+			_, on, _ := strings.Cut(o.Name, " on ")
+			if recreated["view "+on] || recreated["materialized view "+on] {
+				recreated[o.Key()] = true
+				if _, differs := diffByKey[o.Key()]; !differs {
+					diffs = append(diffs, Difference{Desired: &o})
+				}
+			}
+		}
+	}
 	for _, o := range desired {
 		if o.Kind == "index on materialized view" && len(o.Deps) == 1 && recreated[o.Deps[0]] {
 			if _, differs := diffByKey[o.Key()]; !differs {
@@ -606,6 +617,8 @@ func commentTarget(o Object) (string, bool) {
 	case "comment on column":
 		rel, _, _ := strings.Cut(o.Name, ".")
 		return "view " + rel, true
+	case "comment on trigger":
+		return "trigger " + o.Name, true
 	}
 	return "", false
 }

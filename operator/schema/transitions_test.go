@@ -16,6 +16,7 @@ import (
 func TestPlannedTransitions(t *testing.T) {
 	e := newEngine(t)
 	const enum = "CREATE TYPE mood AS ENUM ('sad', 'ok');\n"
+	const trgFn = "CREATE FUNCTION trg_fn() RETURNS trigger LANGUAGE plpgsql AS $$BEGIN RETURN NEW; END$$;\n"
 	const part = "CREATE TABLE p (id integer NOT NULL, k integer) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\n"
 	cases := []struct{ name, before, after, want string }{
 		{
@@ -138,6 +139,17 @@ func TestPlannedTransitions(t *testing.T) {
 				"ALTER TABLE ONLY p ADD CONSTRAINT p_key PRIMARY KEY (id);\nCREATE UNIQUE INDEX p1_key ON p1 (id);\n",
 			after: "CREATE TABLE p (id integer NOT NULL, k integer) PARTITION BY RANGE (id);\nCREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\n" +
 				"ALTER TABLE p ADD CONSTRAINT p_key PRIMARY KEY (id);\n",
+			want: "applied, safe",
+		},
+		{
+			// The view is dropped and created again around the column's
+			// new type: its INSTEAD OF trigger and the trigger's comment
+			// go with it and are made again.
+			name: "a view created again keeps its triggers",
+			before: "CREATE TABLE t (id integer PRIMARY KEY, a integer);\nCREATE VIEW w AS SELECT id, a FROM t;\n" + trgFn +
+				"CREATE TRIGGER w_ins INSTEAD OF INSERT ON w FOR EACH ROW EXECUTE FUNCTION trg_fn();\nCOMMENT ON TRIGGER w_ins ON w IS 'routes inserts';\n",
+			after: "CREATE TABLE t (id integer PRIMARY KEY, a bigint);\nCREATE VIEW w AS SELECT id, a FROM t;\n" + trgFn +
+				"CREATE TRIGGER w_ins INSTEAD OF INSERT ON w FOR EACH ROW EXECUTE FUNCTION trg_fn();\nCOMMENT ON TRIGGER w_ins ON w IS 'routes inserts';\n",
 			want: "applied, safe",
 		},
 		{
