@@ -284,7 +284,9 @@ SELECT CASE t.typtype WHEN 'e' THEN 'enum' WHEN 'd' THEN 'domain' WHEN 'c' THEN 
                        || coalesce(' ' || (SELECT string_agg(CASE WHEN k.conname LIKE t.typname || '\_%' AND k.conname ~ '_check[0-9]*$' THEN ''
                                                                ELSE 'CONSTRAINT ' || quote_ident(k.conname) || ' ' END || pg_get_constraintdef(k.oid), ' ' ORDER BY pg_get_constraintdef(k.oid), k.conname)
                                           FROM pg_constraint k WHERE k.contypid = t.oid), '')
-         WHEN 'c' THEN '(' || (SELECT string_agg(quote_ident(a.attname) || ' ' || format_type(a.atttypid, a.atttypmod), ', ' ORDER BY a.attnum)
+         WHEN 'c' THEN '(' || (SELECT string_agg(quote_ident(a.attname) || ' ' || format_type(a.atttypid, a.atttypmod)
+                                                 || coalesce(' COLLATE ' || (SELECT quote_ident(collname) FROM pg_collation WHERE oid = a.attcollation
+                                                                              AND a.attcollation <> (SELECT typcollation FROM pg_type WHERE oid = a.atttypid)), ''), ', ' ORDER BY a.attnum)
                                 FROM pg_attribute a WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped) || ')'
          WHEN 'r' THEN (SELECT 'subtype=' || format_type(rngsubtype, NULL) || coalesce(' subtype_diff=' || nullif(rngsubdiff::regproc::text, '-'), '')
                         || coalesce(' canonical=' || nullif(rngcanonical::regproc::text, '-'), '') FROM pg_range WHERE rngtypid = t.oid)

@@ -13,6 +13,9 @@ type Step struct {
 	Reason string
 	// Drops is true when the statement removes an object (no table data).
 	Drops bool
+	// Deletes is true when the statement deletes stored values (a
+	// composite type's attribute dropped under a column of the type).
+	Deletes bool
 	// Validates is true when the statement checks stored values (rows, a
 	// sequence's current value) against what it adds, and fails on one
 	// that breaks it.
@@ -251,7 +254,16 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				}
 				continue
 			}
-			if !plannable(o.Kind) || (o.Kind == "composite type" || o.Kind == "range type") && d.Live != nil && d.Desired != nil {
+			if o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
+				steps, ok := alterComposite(*d.Live, *d.Desired, live)
+				if !ok {
+					p.Refused = append(p.Refused, d)
+					continue
+				}
+				p.Before = append(p.Before, steps...)
+				continue
+			}
+			if !plannable(o.Kind) || o.Kind == "range type" && d.Live != nil && d.Desired != nil {
 				// A changed type is in use by columns; ALTER TYPE is not
 				// planned yet.
 				p.Refused = append(p.Refused, d)

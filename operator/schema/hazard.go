@@ -477,6 +477,9 @@ func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 	if st.Validates {
 		s.add(HazardMayFail)
 	}
+	if st.Deletes {
+		s.add(HazardDeletesData)
+	}
 	switch st.Kind() {
 	case "row level security", "forced row level security", "policy":
 		// ALTER TABLE, CREATE and DROP POLICY lock the table.

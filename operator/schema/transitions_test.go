@@ -153,6 +153,22 @@ func TestPlannedTransitions(t *testing.T) {
 			want: "applied, safe",
 		},
 		{
+			// Changed in place, under the routines using it: an attribute
+			// dropped, one retyped with a collation, one added.
+			name: "a composite type's attributes dropped, changed and added",
+			before: "CREATE TABLE t (id integer PRIMARY KEY);\nCREATE TYPE pair AS (a integer, \"b, c\" text, d integer);\n" +
+				"CREATE FUNCTION mk(x integer) RETURNS pair LANGUAGE sql AS 'SELECT (x, NULL, 1)::pair';\n",
+			after: "CREATE TABLE t (id integer PRIMARY KEY);\nCREATE TYPE pair AS (a bigint, \"b, c\" text COLLATE \"C\", e boolean);\n" +
+				"CREATE FUNCTION mk(x integer) RETURNS pair LANGUAGE sql AS 'SELECT (x, NULL, true)::pair';\n",
+			want: "applied, safe",
+		},
+		{
+			name:   "a composite type's attributes reordered",
+			before: "CREATE TABLE t (id integer PRIMARY KEY);\nCREATE TYPE pair AS (a integer, b text);\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY);\nCREATE TYPE pair AS (b text, a integer);\n",
+			want:   "refused: unmanaged_object",
+		},
+		{
 			// atlas's planner has no statement for it: its error is a
 			// refusal naming the enum, not an internal error.
 			name:   "an enum's values reordered",
