@@ -141,6 +141,10 @@ type faultResult struct {
 	reported     time.Duration
 	reportedWhat string
 	holds        bool
+	// harness says what the harness itself could not do (prepare, hold,
+	// inject, lift, settle as a person): such a row cannot hold. It is
+	// kept apart from the outcome, whose text is the operator's.
+	harness string
 	// events are the warning reasons recorded on the subject during the
 	// run; provoked and missing split the fault's provokes by them.
 	events            string
@@ -587,7 +591,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 	defer func() { f.spec = runSpec{} }()
 	if r.fault.prepare != nil {
 		if err := r.fault.prepare(f); err != nil {
-			res.outcome = "prepare failed: " + err.Error()
+			res.outcome, res.harness = "prepare failed: "+err.Error(), "prepare"
 			return res
 		}
 	}
@@ -595,7 +599,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 	if r.phase.hold != nil {
 		rel, err := r.phase.hold(f)
 		if err != nil {
-			res.outcome = "could not hold the phase open: " + err.Error()
+			res.outcome, res.harness = "could not hold the phase open: "+err.Error(), "hold"
 			return res
 		}
 		release = rel
@@ -634,7 +638,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 	hit.release = releaseOnce
 	start := time.Now()
 	if err := r.fault.inject(f, hit); err != nil {
-		res.outcome = "inject failed: " + err.Error()
+		res.outcome, res.harness = "inject failed: "+err.Error(), "inject"
 	}
 	f.faultDown(r.fault, start, &res, func() ([]metav1.Condition, error) {
 		s, err := f.schema()
@@ -642,7 +646,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 	})
 	if r.fault.lift != nil {
 		if err := r.fault.lift(f); err != nil {
-			res.outcome = "lift failed: " + err.Error()
+			res.outcome, res.harness = "lift failed: "+err.Error(), "lift"
 		}
 	}
 	end := time.Now()
@@ -672,7 +676,7 @@ func (f *faultLab) run(r faultRow) faultResult {
 	res.leftovers = f.leftovers(runner.LabelSchema + "=" + faultsSchema)
 	res.credentials = f.credentialsShown()
 	res.holds = (outcome == "converged" || strings.HasPrefix(outcome, "stopped: ApplyOutcomeUnknown")) &&
-		!strings.Contains(res.outcome, "failed:") && res.appliedOnce && res.rowsIntact && res.leftovers == "none" && res.credentials == "none" &&
+		res.harness == "" && res.appliedOnce && res.rowsIntact && res.leftovers == "none" && res.credentials == "none" &&
 		res.reportedInTime(r.fault)
 	provoked(&res, r.fault.provokes, f.reasonsSince(faultsSchema, since))
 	return res

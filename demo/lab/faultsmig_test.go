@@ -247,7 +247,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	f.runStart = since
 	release, err := p.hold(f, n)
 	if err != nil {
-		res.outcome = "could not hold the phase: " + err.Error()
+		res.outcome, res.harness = "could not hold the phase: "+err.Error(), "hold"
 		return res
 	}
 	released := false
@@ -280,7 +280,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	hit.release = releaseOnce
 	start := time.Now()
 	if err := r.fault.inject(f, hit); err != nil {
-		res.outcome = "inject failed: " + err.Error()
+		res.outcome, res.harness = "inject failed: "+err.Error(), "inject"
 	}
 	f.faultDown(r.fault, start, &res, func() ([]metav1.Condition, error) {
 		m, err := f.migration()
@@ -288,7 +288,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	})
 	if r.fault.lift != nil {
 		if err := r.fault.lift(f); err != nil {
-			res.outcome = "lift failed: " + err.Error()
+			res.outcome, res.harness = "lift failed: "+err.Error(), "lift"
 		}
 	}
 	end := time.Now()
@@ -313,6 +313,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 		op, did, err := f.actAsPerson(n)
 		if err != nil {
 			outcome += "; the person could not settle it: " + err.Error()
+			res.harness = "settle"
 		} else {
 			after := time.Now()
 			then := f.migConverge(after, n, op, 10*time.Minute)
@@ -334,7 +335,7 @@ func (f *faultLab) runMigration(r migrationRow) faultResult {
 	res.rowsIntact = f.rowsIntact()
 	res.leftovers = f.leftovers(runner.LabelMigration + "=" + faultsMigration)
 	res.credentials = f.credentialsShown()
-	res.holds = converged && asks && !strings.Contains(res.outcome, "failed:") && res.appliedOnce && res.rowsIntact &&
+	res.holds = converged && asks && res.harness == "" && res.appliedOnce && res.rowsIntact &&
 		res.leftovers == "none" && res.credentials == "none" && res.reportedInTime(r.fault)
 	provoked(&res, r.fault.provokes, f.reasonsSince(faultsMigration, since))
 	return res
