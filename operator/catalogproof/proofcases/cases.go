@@ -73,6 +73,13 @@ var Pairs = []Pair{
 	{Name: "columns in another order", Same: true,
 		Live:    "CREATE TABLE w (a int); ALTER TABLE w ADD COLUMN b text;",
 		Desired: "CREATE TABLE w (b text, a int);"},
+	{Name: "a partition's key made on it and attached, or made through its parent", Same: true,
+		Live: "CREATE TABLE pk (id int NOT NULL, k int) PARTITION BY RANGE (id); CREATE TABLE pk_1 PARTITION OF pk FOR VALUES FROM (0) TO (10);" +
+			" ALTER TABLE ONLY pk ADD CONSTRAINT pk_pkey PRIMARY KEY (id); CREATE UNIQUE INDEX pk_1_pkey ON pk_1 (id);" +
+			" ALTER TABLE pk_1 ADD CONSTRAINT pk_1_pkey PRIMARY KEY USING INDEX pk_1_pkey; ALTER INDEX pk_pkey ATTACH PARTITION pk_1_pkey;",
+		Desired: "CREATE TABLE pk (id int NOT NULL, k int) PARTITION BY RANGE (id); CREATE TABLE pk_1 PARTITION OF pk FOR VALUES FROM (0) TO (10);" +
+			" ALTER TABLE pk ADD PRIMARY KEY (id);"},
+	{Name: "a composite type attribute's collation", Live: `CREATE TYPE label AS (v text COLLATE "C");`, Desired: "CREATE TYPE label AS (v text);"},
 	{Name: "a generated index name with a number", Same: true,
 		Live:    "CREATE TABLE w (v int); CREATE INDEX w_v_idx ON w ((v + 1)); CREATE INDEX ON w (v); DROP INDEX w_v_idx; CREATE INDEX w_v_idx ON w ((v + 1));",
 		Desired: "CREATE TABLE w (v int); CREATE INDEX w_v_idx ON w ((v + 1)); CREATE INDEX ON w (v);"},
