@@ -153,9 +153,10 @@ func wantNamed(t *testing.T, err error, kind, object string) {
 }
 
 // TestPartitionOwnObjects: what a partition has of its own, not from its
-// partitioned table: its indexes and constraints are planned on it, either
-// way; its columns' own defaults and its properties are not planned yet
-// and must be refused on either side; what it inherits keeps planning.
+// partitioned table: its indexes, constraints, columns' own NOT NULL,
+// defaults and comments and its properties are planned on it, either way;
+// its persistence is refused on either side; what it inherits keeps
+// planning.
 func TestPartitionOwnObjects(t *testing.T) {
 	e := newEngine(t)
 	const base = `CREATE TABLE r (id bigint PRIMARY KEY);
@@ -182,31 +183,45 @@ CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-
 			converges(t, e, db, base)
 		})
 	}
-	for _, c := range []struct{ name, extra, kind, object string }{
-		{"column default", "ALTER TABLE logs_01 ALTER COLUMN v SET DEFAULT 'x';", "partition column", "logs_01.v"},
-		{"column not null", "ALTER TABLE logs_01 ALTER COLUMN v SET NOT NULL;", "partition column", "logs_01.v"},
-		{"column comment", "COMMENT ON COLUMN logs_01.v IS 'note';", "partition column", "logs_01.v"},
-		{"table comment", "COMMENT ON TABLE logs_01 IS 'january';", "partition property", "logs_01"},
-		{"storage parameter", "ALTER TABLE logs_01 SET (fillfactor = 70);", "partition property", "logs_01"},
+	for name, extra := range map[string]string{
+		"column default":    "ALTER TABLE logs_01 ALTER COLUMN v SET DEFAULT 'x';",
+		"column not null":   "ALTER TABLE logs_01 ALTER COLUMN v SET NOT NULL;",
+		"column comment":    "COMMENT ON COLUMN logs_01.v IS 'note';",
+		"table comment":     "COMMENT ON TABLE logs_01 IS 'january';",
+		"storage parameter": "ALTER TABLE logs_01 SET (fillfactor = 70);",
+		"replica identity":  "ALTER TABLE logs_01 REPLICA IDENTITY FULL;",
 	} {
-		t.Run(c.name+" only desired", func(t *testing.T) {
+		t.Run("a partition's own "+name+" is planned, desired", func(t *testing.T) {
 			db, _ := e.db(t)
 			exec(t, db, base)
-			_, err := ComputePlan(context.Background(), db, files(base+c.extra), e.o(Options{}))
-			wantNamed(t, err, c.kind, c.object)
-			if !strings.Contains(err.Error(), "partitioned table") {
-				t.Fatalf("want the refusal to say what to do, got %v", err)
-			}
-			_, err = ComputeDrift(context.Background(), db, files(base+c.extra), e.o(Options{}), true)
-			wantNamed(t, err, c.kind, c.object)
+			converges(t, e, db, base+extra)
 		})
-		t.Run(c.name+" only in the database", func(t *testing.T) {
+		t.Run("a partition's own "+name+" is planned, in the database", func(t *testing.T) {
 			db, _ := e.db(t)
-			exec(t, db, base+c.extra)
-			_, err := ComputePlan(context.Background(), db, files(base), e.o(Options{}))
-			wantNamed(t, err, c.kind, c.object)
+			exec(t, db, base+extra)
+			converges(t, e, db, base)
 		})
 	}
+	// What is still not planned is refused on either side, saying what to
+	// do: a partition's persistence.
+	const unlogged = "ALTER TABLE logs_01 SET UNLOGGED;"
+	t.Run("persistence only desired", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base)
+		_, err := ComputePlan(context.Background(), db, files(base+unlogged), e.o(Options{}))
+		wantNamed(t, err, "partition property", "logs_01")
+		if !strings.Contains(err.Error(), "partitioned table") {
+			t.Fatalf("want the refusal to say what to do, got %v", err)
+		}
+		_, err = ComputeDrift(context.Background(), db, files(base+unlogged), e.o(Options{}), true)
+		wantNamed(t, err, "partition property", "logs_01")
+	})
+	t.Run("persistence only in the database", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, base+unlogged)
+		_, err := ComputePlan(context.Background(), db, files(base), e.o(Options{}))
+		wantNamed(t, err, "partition property", "logs_01")
+	})
 	t.Run("an excluded partitioned table takes in its partitions' own objects", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, base+"CREATE INDEX logs_01_v ON logs_01 (v); ALTER TABLE logs_01 ALTER COLUMN v SET DEFAULT 'x';")
