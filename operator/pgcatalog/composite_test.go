@@ -64,3 +64,18 @@ func TestAlterCompositeUnderAColumn(t *testing.T) {
 		t.Fatal("attributes reordered were planned")
 	}
 }
+
+// TestPartitionColumnCommentHoldingTheMark: a comment or a default holding
+// the text "COMMENT '" is not cut inside; backslashes of an E literal are kept.
+func TestPartitionColumnCommentHoldingTheMark(t *testing.T) {
+	for def, want := range map[string]partitionColumn{
+		"COMMENT 'a COMMENT ''b'''":                      {dflt: "", comment: "'a COMMENT ''b'''", complete: true},
+		"NOT NULL DEFAULT 'x COMMENT ''y''' COMMENT 'z'": {notNull: true, dflt: "'x COMMENT ''y'''", comment: "'z'", complete: true},
+		`DEFAULT 'q' COMMENT E'back\\ COMMENT \'s'`:      {dflt: "'q'", comment: `E'back\\ COMMENT \'s'`, complete: true},
+		"DEFAULT 'COMMENT ''x'''":                        {dflt: "'COMMENT ''x'''", complete: true},
+	} {
+		if got := parsePartitionColumn(&Object{Def: def}); got != want {
+			t.Errorf("%q: got %+v, want %+v", def, got, want)
+		}
+	}
+}

@@ -25,12 +25,7 @@ func parsePartitionColumn(o *Object) partitionColumn {
 	if rest, ok := strings.CutPrefix(def, "NOT NULL"); ok {
 		c.notNull, def = true, strings.TrimPrefix(rest, " ")
 	}
-	for _, mark := range []string{"COMMENT E'", "COMMENT '"} {
-		if i := strings.LastIndex(def, mark); i >= 0 && (i == 0 || def[i-1] == ' ') && strings.HasSuffix(def, "'") {
-			c.comment, def = def[i+len("COMMENT "):], strings.TrimSuffix(def[:i], " ")
-			break
-		}
-	}
+	def, c.comment = cutComment(def)
 	c.dflt = strings.TrimPrefix(def, "DEFAULT ")
 	return c
 }
@@ -124,12 +119,7 @@ func partitionPropertySteps(d Difference, desiredBy map[string]*Object) ([]Step,
 			return nil
 		}
 		c := *side
-		for _, mark := range []string{"COMMENT E'", "COMMENT '"} {
-			if j := strings.LastIndex(c.Def, mark); j >= 0 && (j == 0 || c.Def[j-1] == ' ') && strings.HasSuffix(c.Def, "'") {
-				comments[i], c.Def = c.Def[j+len("COMMENT "):], strings.TrimSuffix(c.Def[:j], " ")
-				break
-			}
-		}
+		c.Def, comments[i] = cutComment(c.Def)
 		return &c
 	}
 	props := Difference{Live: strip(d.Live, 0), Desired: strip(d.Desired, 1)}
@@ -210,4 +200,43 @@ func partitionDefaultsReset(diffs []Difference, liveBy, desiredBy map[string]*Ob
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Object().Key() < out[j].Object().Key() })
 	return out
+}
+
+// cutComment takes the trailing "COMMENT 'text'" (quote_literal's, an E literal for
+// backslashes) off a definition: the first such mark whose rest is one
+// literal and nothing more, so text holding "COMMENT '" itself, in the
+// comment or in a default before it, is not cut inside.
+func cutComment(def string) (rest, literal string) {
+	for i := 0; i < len(def); i++ {
+		tail := def[i:]
+		if (i > 0 && def[i-1] != ' ') || !strings.HasPrefix(tail, "COMMENT ") {
+			continue
+		}
+		lit := strings.TrimPrefix(tail, "COMMENT ")
+		if oneLiteral(lit) {
+			return strings.TrimSuffix(def[:i], " "), lit
+		}
+	}
+	return def, ""
+}
+
+// oneLiteral says whether s is exactly one quoted SQL literal, 'text' or
+// E'text', quotes inside doubled (and, in an E literal, escaped by a backslash).
+func oneLiteral(s string) bool {
+	escapes := strings.HasPrefix(s, "E'")
+	s = strings.TrimPrefix(s, "E")
+	if len(s) < 2 || s[0] != '\'' {
+		return false
+	}
+	for i := 1; i < len(s); i++ {
+		switch {
+		case escapes && s[i] == '\\':
+			i++
+		case s[i] == '\'' && i+1 < len(s) && s[i+1] == '\'':
+			i++
+		case s[i] == '\'':
+			return i == len(s)-1
+		}
+	}
+	return false
 }

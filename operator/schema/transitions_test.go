@@ -94,7 +94,7 @@ func TestPlannedTransitions(t *testing.T) {
 			after: "CREATE TABLE p (id integer, k integer DEFAULT 1, c text) PARTITION BY RANGE (id);\n" +
 				"CREATE TABLE p1 PARTITION OF p FOR VALUES FROM (0) TO (100);\n" +
 				"CREATE TABLE p2 PARTITION OF p (CONSTRAINT p2_pk PRIMARY KEY (id, k), c DEFAULT 'x') FOR VALUES FROM (100) TO (200);\n" +
-				"CREATE TABLE p3 PARTITION OF p (k NOT NULL) FOR VALUES FROM (200) TO (300);\nCOMMENT ON COLUMN p1.c IS 'it''s p1';\n",
+				"CREATE TABLE p3 PARTITION OF p (k NOT NULL) FOR VALUES FROM (200) TO (300);\nCOMMENT ON COLUMN p1.c IS 'it''s p1 COMMENT ''x''';\n",
 			want: "applied, safe",
 		},
 		{
