@@ -50,8 +50,9 @@ func computeDrift(ctx context.Context, db *database.DB, files []File, opts Optio
 		return nil, err
 	}
 	d := &Drift{Categories: map[string]int{}, BaseFingerprint: cmp.live.fingerprint, DesiredFingerprint: cmp.desired.fingerprint}
+	ds := cmp.domainSides()
 	for _, c := range cmp.changes {
-		sev := severityOf(hazardsOf(c, ""))
+		sev := severityOf(hazardsOf(c, "", ds))
 		for _, v := range classify(c) {
 			d.Changes++
 			d.Categories[v.category]++

@@ -60,6 +60,9 @@ var partBounds = map[string]string{
 var extraTypes = map[string][]string{
 	"posint": {"1", "-7", "40"},
 	"numr":   {"[1,2)", "empty", "(3,4]"},
+	"price":  {"1.25", "-3.00"},
+	// A domain over posint, under a name that must be quoted.
+	`"small id"`: {"1", "-7"},
 }
 
 func init() {

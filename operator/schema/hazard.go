@@ -72,7 +72,7 @@ func (s hazardSet) list() []Hazard {
 // splitTableChanges); it is judged from its kind and the objects it names,
 // the SQL only telling apart the comment and sequence statements atlas
 // plans beside the main one.
-func hazardsOf(c sqlschema.Change, cmd string) []Hazard {
+func hazardsOf(c sqlschema.Change, cmd string, ds domainSides) []Hazard {
 	if strings.HasPrefix(cmd, "COMMENT ON") {
 		// SHARE UPDATE EXCLUSIVE: neither reads nor writes wait.
 		return nil
@@ -98,17 +98,17 @@ func hazardsOf(c sqlschema.Change, cmd string) []Hazard {
 		}
 	case *sqlschema.ModifyTable:
 		for _, sub := range c.Changes {
-			tablePartHazards(s, sub, cmd)
+			tablePartHazards(s, sub, cmd, ds)
 		}
 	case *sqlschema.ModifyColumn:
 		// atlas's statements beside the ALTER TABLE of a serial column
 		// (its sequence created or dropped) name the column change alone.
-		tablePartHazards(s, c, cmd)
+		tablePartHazards(s, c, cmd, ds)
 	}
 	return s.list()
 }
 
-func tablePartHazards(s hazardSet, c sqlschema.Change, cmd string) {
+func tablePartHazards(s hazardSet, c sqlschema.Change, cmd string, ds domainSides) {
 	switch c := c.(type) {
 	case *sqlschema.AddColumn:
 		s.add(HazardAccessExclusiveLock)
@@ -123,7 +123,7 @@ func tablePartHazards(s hazardSet, c sqlschema.Change, cmd string) {
 	case *sqlschema.RenameColumn:
 		s.add(HazardAccessExclusiveLock)
 	case *sqlschema.ModifyColumn:
-		columnHazards(s, c, cmd)
+		columnHazards(s, c, cmd, ds)
 	case *sqlschema.AddIndex:
 		indexHazards(s, c.I, c.Extra)
 	case *sqlschema.DropIndex:
@@ -194,7 +194,7 @@ func uniqueOrExclude(attrs []sqlschema.Attr) (*postgres.Constraint, bool) {
 	return nil, false
 }
 
-func columnHazards(s hazardSet, c *sqlschema.ModifyColumn, cmd string) {
+func columnHazards(s hazardSet, c *sqlschema.ModifyColumn, cmd string, ds domainSides) {
 	switch {
 	case strings.HasPrefix(cmd, "CREATE SEQUENCE"):
 		// The serial's own sequence, beside the ALTER TABLE.
@@ -209,7 +209,14 @@ func columnHazards(s hazardSet, c *sqlschema.ModifyColumn, cmd string) {
 		return
 	}
 	s.add(HazardAccessExclusiveLock)
-	if from, to := unserial(c.From.Type.Type), unserial(c.To.Type.Type); k.Is(sqlschema.ChangeType) && !sameInteger(from, to) {
+	// A domain's values are values of its base type: the conversion is
+	// judged on those, and a domain that refuses some of them may fail.
+	from, _ := ds.live.typeOf(c.From.Type.Type)
+	to, refuses := ds.desired.typeOf(c.To.Type.Type)
+	if from, to = unserial(from), unserial(to); k.Is(sqlschema.ChangeType) && refuses {
+		s.add(HazardMayFail)
+	}
+	if k.Is(sqlschema.ChangeType) && !sameInteger(from, to) {
 		if rejects(from, to) {
 			s.add(HazardMayFail)
 		}

@@ -425,13 +425,14 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	// atlas's new types (enums) first: a domain or routine pgcatalog
 	// creates before atlas's statements may use one.
 	newType := func(c *migrate.Change) bool { _, ok := c.Source.(*sqlschema.AddObject); return ok }
+	ds := cmp.domainSides()
 	atlasStatement := func(c *migrate.Change) {
 		reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
 			// atlas creates a new table's indexes in statements of their own.
 			reason = "creates an index of new table " + t.T.Name
 		}
-		hs := hazardsOf(c.Source, c.Cmd)
+		hs := hazardsOf(c.Source, c.Cmd, ds)
 		p.Statements = append(p.Statements, Statement{SQL: serialSequence(c), Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
 	for _, c := range cmp.plan.Changes {
