@@ -275,11 +275,26 @@ const (
 	partitionAttrs      = "\t(SELECT string_agg(CASE WHEN k.n = 0 THEN '0' ELSE (SELECT count(*) FROM pg_catalog.pg_attribute AS a WHERE a.attrelid = t4.partrelid AND a.attnum BETWEEN 1 AND k.n AND NOT a.attisdropped)::text END, ' ' ORDER BY k.i) FROM unnest(t4.partattrs::int2[]) WITH ORDINALITY AS k(n, i)) AS partition_attrs,\n"
 )
 
+// atlasIdentityLast is how atlas's columns query reads an identity
+// column's last value: for every identity column it scans pg_sequences,
+// each row of which reads its sequence, comparing names as text. That is
+// quadratic in the sequences: 2.4 s of the query's 2.6 s over 500 tables
+// with an identity each. identityLast reads the one sequence
+// pg_get_serial_sequence names, under pg_sequences' own rule (NULL
+// without SELECT or USAGE on it).
+const (
+	atlasIdentityLast = "(SELECT last_value FROM pg_sequences WHERE quote_ident(schemaname) || '.' || quote_ident(sequencename) = pg_get_serial_sequence(quote_ident(t1.table_schema) || '.' || quote_ident(t1.table_name), t1.column_name))"
+	identityLast      = "(SELECT CASE WHEN has_sequence_privilege(s.oid, 'SELECT,USAGE') THEN pg_sequence_last_value(s.oid) END FROM (SELECT pg_get_serial_sequence(quote_ident(t1.table_schema) || '.' || quote_ident(t1.table_name), t1.column_name)::regclass AS oid) AS s)"
+)
+
 // ForAtlas is the statement to send for query, which atlas's inspector
 // wrote: its tables query with partition keys read by position among the
-// columns not dropped (atlasPartitionAttrs), every other as written.
+// columns not dropped (atlasPartitionAttrs), its columns query with an
+// identity's last value read from its own sequence (atlasIdentityLast),
+// every other as written.
 func ForAtlas(query string) string {
-	return strings.Replace(query, atlasPartitionAttrs, partitionAttrs, 1)
+	query = strings.Replace(query, atlasPartitionAttrs, partitionAttrs, 1)
+	return strings.Replace(query, atlasIdentityLast, identityLast, 1)
 }
 
 // atlasStatements are atlas's statements as they reach the server (through
@@ -293,7 +308,7 @@ var atlasStatements = []string{
 	fmt.Sprintf(atlasSchemasQueryArgs, "IN (%s)"),
 	ForAtlas(atlasTablesQuery),
 	ForAtlas(atlasTablesQueryArgs),
-	atlasColumnsQuery,
+	ForAtlas(atlasColumnsQuery),
 	atlasEnumsQuery,
 	atlasFksQuery,
 	atlasChecksQuery,
