@@ -385,8 +385,11 @@ WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_event_trigger'::regc
 // The statements ptah's own code sends a read-only session.
 const (
 	// SetSearchPath sets search_path for the rest of the transaction, so
-	// that definitions print as they do on the dev database.
-	SetSearchPath = "SELECT set_config('search_path', $1, true)"
+	// that definitions print as they do on the dev database, and turns JIT
+	// off for it: the catalog reads are costed high enough for PostgreSQL
+	// to compile them to machine code, which cost 0.7 s of a 1.2 s read of
+	// 2,000 objects, for a query that runs once.
+	SetSearchPath = "SELECT set_config('search_path', $1, true), set_config('jit', 'off', true)"
 	// SetLockTimeout bounds every lock wait of the session ($2 false) or of
 	// the transaction ($2 true) to $1 milliseconds.
 	SetLockTimeout = "SELECT set_config('lock_timeout', $1, $2)"
