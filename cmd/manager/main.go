@@ -27,7 +27,7 @@ import (
 func main() {
 	var (
 		image, devImage, ptahVersion, metricsAddr, probeAddr, plainHTTP string
-		watchNamespaces, selector, transport                            string
+		watchNamespaces, selector, transport, leaderElectionID          string
 		leaderElect                                                     bool
 		planHistory                                                     int
 		resultTimeout, leaseDuration, retention, admissionInterval      time.Duration
@@ -43,8 +43,9 @@ func main() {
 	flag.IntVar(&planHistory, "plan-history", 10, "how many plans nothing names any more are kept per schema past the retention (at least 1)")
 	flag.StringVar(&transport, "migration-result-transport", runner.TransportDurable, "how new PtahMigration Jobs deliver their result: durable (a PtahResultRecord through the API, with an operation-bound credential) or legacy (a framed result in the container log, summarized in the termination message); a Job is read the way it records")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one manager reconciles")
+	flag.StringVar(&leaderElectionID, "leader-election-id", "ptah-operator.operator.ptah.run", "name of the Lease the managers of one install elect their leader by, in their namespace (the chart names it after the release, so two releases in one namespace each have a leader)")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces to reconcile (default: all)")
-	flag.StringVar(&selector, "selector", "", "label selector of the PtahSchemas to reconcile (default: all)")
+	flag.StringVar(&selector, "selector", "", "label selector of the PtahSchemas and PtahMigrations to reconcile (default: all)")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "metrics endpoint address, plain HTTP, so bound to localhost by default (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	opts := zap.Options{}
@@ -65,7 +66,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("manager")
 
-	schemas, err := labels.Parse(selector)
+	selected, err := labels.Parse(selector)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "manager: --selector=%q: %v\n", selector, err)
 		os.Exit(2)
@@ -84,8 +85,8 @@ func main() {
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
-		LeaderElectionID:       "ptah-operator.operator.ptah.run",
-		Cache:                  controller.CacheOptions(namespaces, schemas),
+		LeaderElectionID:       leaderElectionID,
+		Cache:                  controller.CacheOptions(namespaces, selected),
 	})
 	if err != nil {
 		log.Error(err, "create the manager")

@@ -162,7 +162,8 @@ func TestChartValues(t *testing.T) {
 	if !strings.HasSuffix(m.Image, "@sha256:"+strings.Repeat("ab", 32)) {
 		t.Errorf("image %s is not pinned by the digest", m.Image)
 	}
-	for _, want := range []string{"--watch-namespaces=payments,billing", "--selector=team=a", "--history-retention=24h", "--leader-elect", "--metrics-bind-address=127.0.0.1:8080"} {
+	for _, want := range []string{"--watch-namespaces=payments,billing", "--selector=team=a", "--history-retention=24h", "--leader-elect",
+		"--leader-election-id=team-a-manager.operator.ptah.run", "--metrics-bind-address=127.0.0.1:8080"} {
 		if !slices.Contains(m.Args, want) {
 			t.Errorf("manager args %v lack %s", m.Args, want)
 		}

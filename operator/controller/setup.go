@@ -36,13 +36,16 @@ func New(mgr ctrl.Manager, b Binding, plainHTTP []string) *SchemaReconciler {
 
 // CacheOptions keeps only the Jobs and Pods of this manager's operations in
 // its cache; namespaces, when given, limit everything it watches to them,
-// and schemas, when given, limits the PtahSchemas it reconciles to those it
-// selects: one install per team.
-func CacheOptions(namespaces []string, schemas labels.Selector) cache.Options {
+// and selector, when given, limits the PtahSchemas and PtahMigrations it
+// reconciles to those it selects: one install per team.
+func CacheOptions(namespaces []string, selector labels.Selector) cache.Options {
 	managed := labels.SelectorFromSet(labels.Set{LabelManagedBy: ManagedBy})
 	o := cache.Options{ByObject: map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: managed}, &corev1.Pod{}: {Label: managed}}}
-	if schemas != nil && !schemas.Empty() {
-		o.ByObject[&v1alpha1.PtahSchema{}] = cache.ByObject{Label: schemas}
+	if selector != nil && !selector.Empty() {
+		// Every kind the manager reconciles: a selector that scoped one
+		// would leave two installs both running the other.
+		o.ByObject[&v1alpha1.PtahSchema{}] = cache.ByObject{Label: selector}
+		o.ByObject[&v1alpha1.PtahMigration{}] = cache.ByObject{Label: selector}
 	}
 	if len(namespaces) > 0 {
 		o.DefaultNamespaces = map[string]cache.Config{}
