@@ -13,10 +13,13 @@ import (
 	"github.com/prometheus/common/model"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
 
 // TestMetricsAfterConvergence scrapes the manager's metrics endpoint after a
-// real convergence and finds the schema's series there.
+// real convergence of a PtahSchema and a PtahMigration and finds the series
+// of each there, told apart by kind where they share a metric.
 func TestMetricsAfterConvergence(t *testing.T) {
 	t.Parallel()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -28,7 +31,13 @@ func TestMetricsAfterConvergence(t *testing.T) {
 		o.manager = func(opts *ctrl.Options) { opts.Metrics = metricsserver.Options{BindAddress: addr} }
 	})
 	e.schema()
+	// The migration on a database of its own: the schema's desired state
+	// would drop its tables.
+	shared.pg.Exec(t, "postgres", fmt.Sprintf("CREATE DATABASE %s_m OWNER %s", e.db, e.db))
+	e.secret("mig-db", map[string]string{"url": shared.pg.URL(e.db, e.password, e.db+"_m")})
+	e.migration(pushMigrations(t, "metrics-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) { m.Spec.Target.URLFrom.Name = "mig-db" })
 	inSync(e)
+	migrated(e, 3)
 
 	// The gauges follow the status write that the test saw, so the scrape is
 	// repeated until it reflects it or the bound passes.
@@ -78,10 +87,16 @@ func TestMetricsAfterConvergence(t *testing.T) {
 		{"ptah_schema_state", mine("name", "shop", "state", "drift_detected"), func(v float64) bool { return v == 0 }, "0"},
 		{"ptah_schema_state", mine("name", "shop", "state", "blocked"), func(v float64) bool { return v == 0 }, "0"},
 		{"ptah_schema_last_successful_apply_timestamp_seconds", mine("name", "shop"), func(v float64) bool { return v >= float64(start.Unix()) }, "after the test started"},
-		{"ptah_jobs_created_total", mine("type", "Apply"), func(v float64) bool { return v == 1 }, "1"},
-		{"ptah_jobs_created_total", mine("type", "Proof"), func(v float64) bool { return v == 1 }, "1"},
-		{"ptah_operation_duration_seconds", mine("type", "Apply", "outcome", "succeeded"), func(v float64) bool { return v == 1 }, "1 observation"},
-		{"ptah_operation_duration_seconds", mine("type", "Plan", "outcome", "succeeded"), func(v float64) bool { return v >= 1 }, "at least 1 observation"},
+		{"ptah_jobs_created_total", mine("kind", "PtahSchema", "type", "Apply"), func(v float64) bool { return v == 1 }, "1"},
+		{"ptah_jobs_created_total", mine("kind", "PtahSchema", "type", "Proof"), func(v float64) bool { return v == 1 }, "1"},
+		{"ptah_operation_duration_seconds", mine("kind", "PtahSchema", "type", "Apply", "outcome", "succeeded"), func(v float64) bool { return v == 1 }, "1 observation"},
+		{"ptah_operation_duration_seconds", mine("kind", "PtahSchema", "type", "Plan", "outcome", "succeeded"), func(v float64) bool { return v >= 1 }, "at least 1 observation"},
+		// The migration's, apart from the schema's by kind.
+		{"ptah_migration_state", mine("name", "shop", "state", "in_sync"), func(v float64) bool { return v == 1 }, "1"},
+		{"ptah_migration_state", mine("name", "shop", "state", "unresolved_run"), func(v float64) bool { return v == 0 }, "0"},
+		{"ptah_jobs_created_total", mine("kind", "PtahMigration", "type", "Apply"), func(v float64) bool { return v == 1 }, "1"},
+		{"ptah_operation_duration_seconds", mine("kind", "PtahMigration", "type", "Apply", "outcome", "succeeded"), func(v float64) bool { return v == 1 }, "1 observation"},
+		{"ptah_operation_duration_seconds", mine("kind", "PtahMigration", "type", "Observe", "outcome", "succeeded"), func(v float64) bool { return v >= 1 }, "at least 1 observation"},
 		{"controller_runtime_reconcile_total", map[string]string{"controller": "ptahschema", "result": "success"}, func(v float64) bool { return v > 0 }, "controller-runtime's series too"},
 	}
 	var failures []string

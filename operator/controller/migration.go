@@ -81,6 +81,9 @@ type MigrationReconciler struct {
 func (r *MigrationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	var m v1alpha1.PtahMigration
 	if err := r.Client.Get(ctx, req.NamespacedName, &m); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMigration(req.Namespace, req.Name)
+		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
 	var res reconcile.Result
@@ -254,6 +257,7 @@ func (r *MigrationReconciler) discard(ctx context.Context, m *v1alpha1.PtahMigra
 	}
 	r.deleteJob(ctx, m, c)
 	r.revoke(ctx, m, c)
+	r.ended(m, c, "discarded")
 	if c.Type == v1alpha1.OperationApply {
 		r.returnApproval(ctx, m, c)
 		setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, "the Apply claim was retired before its Job was created: its inputs changed")
@@ -453,7 +457,7 @@ func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigr
 		return reconcile.Result{}, fmt.Errorf("create Job %s/%s for the %s operation of PtahMigration %s: %w", m.Namespace, c.JobName, c.Type, m.Name, err)
 	default:
 		normal(r.Events, m, v1alpha1.EventOperationStarted, "Dispatch", "%s Job %s started", c.Type, c.JobName)
-		jobsCreated.WithLabelValues(m.Namespace, string(c.Type)).Inc()
+		jobsCreated.WithLabelValues(m.Namespace, v1alpha1.KindPtahMigration, string(c.Type)).Inc()
 	}
 	c.JobUID = string(j.UID)
 	now := metav1.Time{Time: r.clock()}
@@ -654,6 +658,7 @@ func (r *MigrationReconciler) save(ctx context.Context, m *v1alpha1.PtahMigratio
 	if err := r.Client.Status().Update(ctx, m); err != nil {
 		return fmt.Errorf("write status of PtahMigration %s/%s: %w", m.Namespace, m.Name, err)
 	}
+	publishMigrationState(m)
 	return nil
 }
 

@@ -408,6 +408,7 @@ func (r *MigrationReconciler) failed(ctx context.Context, m *v1alpha1.PtahMigrat
 	if c.Attempt < r.maxAttempts() {
 		warning(r.Events, m, v1alpha1.EventOperationRetried, "Retry", "attempt %d of %d of the %s operation failed, attempt %d follows in %s: %s",
 			c.Attempt, r.maxAttempts(), c.Type, c.Attempt+1, durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry), f.summary())
+		r.ended(m, c, "failed")
 		next := r.newClaim(m, c.Type, c.Attempt+1)
 		next.Approval = c.Approval
 		if err := r.writeClaim(ctx, m, next, retryAt); err != nil {
@@ -426,6 +427,7 @@ func (r *MigrationReconciler) failed(ctx context.Context, m *v1alpha1.PtahMigrat
 // finish ends operation c: the next claim (if any) is written with the
 // status, then c's credential is revoked.
 func (r *MigrationReconciler) finish(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, next v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
+	r.ended(m, c, migrationOutcome(m, c))
 	var err error
 	if next == "" {
 		m.Status.ActiveOperation = nil
@@ -448,6 +450,21 @@ func (r *MigrationReconciler) finish(ctx context.Context, m *v1alpha1.PtahMigrat
 		return reconcile.Result{RequeueAfter: at.Sub(r.clock())}, nil
 	}
 	return reconcile.Result{}, nil
+}
+
+// migrationOutcome is how operation c ended, as the status it leaves says:
+// an Apply whose outcome is not established is unknown; a refusal blocks;
+// a failure fails.
+func migrationOutcome(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) string {
+	switch {
+	case c != nil && m.Status.UnresolvedRun != nil && m.Status.UnresolvedRun.Operation == c.ID:
+		return "unknown"
+	case m.Status.Phase == v1alpha1.PhaseBlocked:
+		return "refused"
+	case m.Status.Phase == v1alpha1.PhaseFailed:
+		return "failed"
+	}
+	return "succeeded"
 }
 
 // applyInputs checks, just before an Apply Job is created, that what allowed

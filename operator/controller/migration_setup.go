@@ -153,9 +153,13 @@ func migrationHealth(m *v1alpha1.PtahMigration) {
 	case m.Status.ActiveOperation != nil:
 		reconciling, why = v1alpha1.ReasonProgressing, fmt.Sprintf("%s operation %s", m.Status.ActiveOperation.Type, m.Status.ActiveOperation.JobName)
 	case m.Status.Phase == v1alpha1.PhaseBlocked:
-		stalled = v1alpha1.ReasonAppliedMigrationModified
-		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionPlanReady); c != nil && c.Status == metav1.ConditionFalse {
-			stalled = c.Reason // the refusal that blocks: which history or file
+		// The refusal that blocks (which history or file), as PlanReady or
+		// Ready names it; never another refusal's reason.
+		stalled = v1alpha1.ReasonMigrationBlocked
+		for _, typ := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionPlanReady} {
+			if c := meta.FindStatusCondition(m.Status.Conditions, typ); c != nil && c.Status == metav1.ConditionFalse && c.Reason != "" {
+				stalled = c.Reason
+			}
 		}
 	case m.Status.Phase == v1alpha1.PhaseAwaitingApproval:
 		stalled = v1alpha1.ReasonAwaitingApproval

@@ -69,7 +69,7 @@ func (r *SchemaReconciler) Reconcile(ctx context.Context, req reconcile.Request)
 	var s v1alpha1.PtahSchema
 	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
 		if apierrors.IsNotFound(err) {
-			forget(req.Namespace, req.Name)
+			forgetSchema(req.Namespace, req.Name)
 		}
 		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
 	}
@@ -428,7 +428,7 @@ func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema)
 		return reconcile.Result{}, fmt.Errorf("create Job %s/%s for the %s operation: %w", s.Namespace, c.JobName, runnerOp(c.Type), err)
 	default:
 		normal(r.Events, s, v1alpha1.EventOperationStarted, "Dispatch", "%s Job %s started", c.Type, c.JobName)
-		jobsCreated.WithLabelValues(s.Namespace, string(c.Type)).Inc()
+		jobsCreated.WithLabelValues(s.Namespace, v1alpha1.KindPtahSchema, string(c.Type)).Inc()
 	}
 	c.JobUID = string(j.UID)
 	now := metav1.Time{Time: r.clock()}
@@ -741,7 +741,7 @@ func (r *SchemaReconciler) save(ctx context.Context, s *v1alpha1.PtahSchema) err
 	if err := r.Client.Status().Update(ctx, s); err != nil {
 		return fmt.Errorf("write status of PtahSchema %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	observe(s)
+	publishSchemaState(s)
 	return nil
 }
 

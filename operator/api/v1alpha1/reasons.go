@@ -109,6 +109,9 @@ const (
 	ReasonRunOutcomeUnknown = "RunOutcomeUnknown"
 	// UnresolvedRun=False: a reading of the history or an acknowledgment settled it.
 	ReasonRunSettled = "RunSettled"
+	// Stalled=True on a PtahMigration in phase Blocked whose conditions
+	// name no refusal (PlanReady and Ready name it when they do).
+	ReasonMigrationBlocked = "MigrationBlocked"
 	// Ready=False, InSync=False, PlanReady=False on a PtahMigration: the
 	// history refuses the artifact, or the artifact holds a migration ptah
 	// refuses to run; nothing is planned. Each reason names one refusal.

@@ -3,6 +3,12 @@
 -- status and reason, never on messages, and only on conditions written for
 -- the object's current generation.
 local hs = {}
+-- An object being deleted is the operator's to finish: neither healthy nor broken.
+if obj.metadata.deletionTimestamp ~= nil then
+  hs.status = "Progressing"
+  hs.message = "being deleted"
+  return hs
+end
 local generation = obj.metadata.generation or 0
 if obj.status == nil or obj.status.conditions == nil or (obj.status.observedGeneration or 0) < generation then
   hs.status = "Progressing"
