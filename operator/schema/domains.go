@@ -85,3 +85,49 @@ type domainSides struct{ live, desired domains }
 func (c *comparison) domainSides() domainSides {
 	return domainSides{live: domainsOf(c.live), desired: domainsOf(c.desired)}
 }
+
+// userTypeChanges adds the type changes atlas's differ misses: it compares
+// two user-defined types (domains, an extension's base types) by the new
+// type's name against itself, so a column moved from one domain to another
+// was never planned (the proof refused the plan, naming the column). Each
+// such column gets its ChangeType, in the table's change atlas made or in
+// one of its own; castTrials and the hazards then judge it like any other.
+func userTypeChanges(changes []sqlschema.Change, live, desired *sqlschema.Schema) []sqlschema.Change {
+	for _, dt := range desired.Tables {
+		lt, ok := live.Table(dt.Name)
+		if !ok {
+			continue
+		}
+		for _, dc := range dt.Columns {
+			lc, ok := lt.Column(dc.Name)
+			if !ok {
+				continue
+			}
+			from, ok1 := lc.Type.Type.(*postgres.UserDefinedType)
+			to, ok2 := dc.Type.Type.(*postgres.UserDefinedType)
+			if !ok1 || !ok2 || from.T == to.T {
+				continue
+			}
+			changes = withTypeChange(changes, lt, dt, lc, dc)
+		}
+	}
+	return changes
+}
+
+func withTypeChange(changes []sqlschema.Change, lt, dt *sqlschema.Table, lc, dc *sqlschema.Column) []sqlschema.Change {
+	for _, ch := range changes {
+		m, ok := ch.(*sqlschema.ModifyTable)
+		if !ok || m.T.Name != dt.Name {
+			continue
+		}
+		for _, sub := range m.Changes {
+			if c, ok := sub.(*sqlschema.ModifyColumn); ok && c.From.Name == lc.Name {
+				c.Change |= sqlschema.ChangeType
+				return changes
+			}
+		}
+		m.Changes = append(m.Changes, &sqlschema.ModifyColumn{From: lc, To: dc, Change: sqlschema.ChangeType})
+		return changes
+	}
+	return append(changes, &sqlschema.ModifyTable{T: dt, Changes: []sqlschema.Change{&sqlschema.ModifyColumn{From: lc, To: dc, Change: sqlschema.ChangeType}}})
+}

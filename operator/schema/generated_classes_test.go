@@ -63,6 +63,10 @@ var extraTypes = map[string][]string{
 	"price":  {"1.25", "-3.00"},
 	// A domain over posint, under a name that must be quoted.
 	`"small id"`: {"1", "-7"},
+	`"big id"`:   {"1", "-7"},
+	"day":        {"2026-01-02", "1970-01-01"},
+	"int":        {"1", "-7"},
+	"serial":     {"1", "2"},
 }
 
 func init() {

@@ -247,6 +247,7 @@ func linkForeignKeys(states []*state) {
 // equal schemas give equal fingerprints and a change atlas does not see
 // (a view, a trigger) changes the fingerprint too.
 func fingerprint(s *sqlschema.Schema, objects []pgcatalog.Object) (string, error) {
+	defer quoteUserTypes(s)()
 	b, err := postgres.MarshalHCL(s)
 	if err != nil {
 		return "", fmt.Errorf("render schema %q for its fingerprint: %w", s.Name, err)
@@ -258,6 +259,39 @@ func fingerprint(s *sqlschema.Schema, objects []pgcatalog.Object) (string, error
 	}
 	sum := h.Sum(nil)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// quoteUserTypes writes the name of every user-defined column type of s
+// (a domain, an extension's type) quoted, until the returned func puts it
+// back: atlas's HCL rendering looks a type's name up among the names it
+// knows first, so a domain named day, int or serial was taken for an
+// interval, integer or serial and failed the rendering. A quoted name is
+// no type atlas knows.
+func quoteUserTypes(s *sqlschema.Schema) (restore func()) {
+	var undo []func()
+	quote := func(u *postgres.UserDefinedType) {
+		if t := u.T; !strings.HasPrefix(t, `"`) {
+			u.T = `"` + t + `"`
+			undo = append(undo, func() { u.T = t })
+		}
+	}
+	for _, t := range s.Tables {
+		for _, c := range t.Columns {
+			switch ct := c.Type.Type.(type) {
+			case *postgres.UserDefinedType:
+				quote(ct)
+			case *postgres.ArrayType:
+				if u, ok := ct.Type.(*postgres.UserDefinedType); ok {
+					quote(u)
+				}
+			}
+		}
+	}
+	return func() {
+		for _, f := range undo {
+			f()
+		}
+	}
 }
 
 // atlasQuerier is tx as atlas's inspector is given it: each statement

@@ -284,6 +284,7 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 			return nil, atlasRefused(l.name, err)
 		}
 		c = dropInRegenerated(c, regen)
+		c = userTypeChanges(c, l.schema, d.schema)
 		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
 		if err := castTrials(ctx, dev, c, l, d); err != nil {
 			return nil, err

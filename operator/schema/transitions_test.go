@@ -282,6 +282,35 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, destructive",
 		},
 		{
+			// Both sides domains: judged base to base, 1.25 becomes 1.
+			name:   "a column of a domain over numeric retyped to a domain over integer",
+			before: "CREATE DOMAIN price AS numeric(10,2);\nCREATE DOMAIN posint AS integer CHECK (VALUE > -1000);\nCREATE TABLE t (id integer PRIMARY KEY, v price);\n",
+			after:  "CREATE DOMAIN price AS numeric(10,2);\nCREATE DOMAIN posint AS integer CHECK (VALUE > -1000);\nCREATE TABLE t (id integer PRIMARY KEY, v posint);\n",
+			want:   "applied, destructive",
+		},
+		{
+			// The view reading the column is made again around the change.
+			name:   "a column read by a view moved between domains",
+			before: "CREATE DOMAIN posint AS integer CHECK (VALUE > -1000);\nCREATE DOMAIN \"big id\" AS bigint;\nCREATE TABLE t (id integer PRIMARY KEY, v posint);\nCREATE VIEW w AS SELECT id, v FROM t;\n",
+			after:  "CREATE DOMAIN posint AS integer CHECK (VALUE > -1000);\nCREATE DOMAIN \"big id\" AS bigint;\nCREATE TABLE t (id integer PRIMARY KEY, v \"big id\");\nCREATE VIEW w AS SELECT id, v FROM t;\n",
+			want:   "applied, safe",
+		},
+		{
+			// No cast from a date to an integer: refused, naming the column.
+			name:   "a column moved between domains with no cast between their base types",
+			before: "CREATE DOMAIN day AS date;\nCREATE DOMAIN posint AS integer CHECK (VALUE > -1000);\nCREATE TABLE t (id integer PRIMARY KEY, v day);\n",
+			after:  "CREATE DOMAIN day AS date;\nCREATE DOMAIN posint AS integer CHECK (VALUE > -1000);\nCREATE TABLE t (id integer PRIMARY KEY, v posint);\n",
+			want:   "refused: unplanned_difference",
+		},
+		{
+			// atlas's rendering took these names for its own types and
+			// failed the fingerprint with an internal error.
+			name:   "columns of domains named day, int and serial",
+			before: "CREATE DOMAIN day AS date;\nCREATE DOMAIN int AS bigint;\nCREATE DOMAIN serial AS integer;\nCREATE TABLE t (id integer PRIMARY KEY, d day, i int, s serial);\n",
+			after:  "CREATE DOMAIN day AS date;\nCREATE DOMAIN int AS bigint;\nCREATE DOMAIN serial AS integer;\nCREATE TABLE t (id integer PRIMARY KEY, d day, i int, s serial, n int);\n",
+			want:   "applied, safe",
+		},
+		{
 			// A domain over a domain stores the inner one's base type.
 			name:   "a column of a domain over a domain over integer retyped to bigint",
 			before: "CREATE DOMAIN posint AS integer CHECK (VALUE > -1000);\nCREATE DOMAIN \"small id\" AS posint;\nCREATE TABLE t (id integer PRIMARY KEY, v \"small id\");\n",
