@@ -23,14 +23,6 @@ func healthScript(kind string) string {
 	return filepath.Join("..", "argocd", "operator.ptah.run", kind, "health.lua")
 }
 
-// argoHealth runs the shipped Argo CD health check on s.
-func argoHealth(t *testing.T, s *v1alpha1.PtahSchema) (string, string) {
-	t.Helper()
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
-	must(t, err)
-	return argoHealthOf(t, v1alpha1.KindPtahSchema, u)
-}
-
 // argoHealthOf runs kind's health check on obj the way Argo CD does: the
 // object as a Lua table in the global obj, the script's returned table read
 // for status and message.
@@ -115,17 +107,34 @@ func toLua(L *lua.LState, v any) lua.LValue {
 	return lua.LString("")
 }
 
-// kstatusOf is what Flux and kstatus-based tools compute for s.
-func kstatusOf(t *testing.T, s *v1alpha1.PtahSchema) *status.Result {
+// gitopsHealth is what a GitOps tool reads of an object: kstatus's status and
+// the shipped Argo CD health check's.
+type gitopsHealth struct {
+	kstatus status.Status
+	argo    string
+}
+
+// assertHealth computes kstatus (what Flux and kstatus-based tools use) and
+// kind's Argo CD health check on o and holds them to want; a kstatus
+// Failed must say why.
+func assertHealth(t *testing.T, kind string, o subject, want gitopsHealth) {
 	t.Helper()
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 	must(t, err)
-	u := &unstructured.Unstructured{Object: m}
+	u := &unstructured.Unstructured{Object: obj}
 	u.SetAPIVersion(v1alpha1.GroupVersion.String())
-	u.SetKind(v1alpha1.KindPtahSchema)
-	res, err := status.Compute(u)
+	u.SetKind(kind)
+	ks, err := status.Compute(u)
 	must(t, err)
-	return res
+	if ks.Status != want.kstatus {
+		t.Errorf("kstatus %s (%s), want %s; conditions %s", ks.Status, ks.Message, want.kstatus, conditions(o))
+	}
+	if want.kstatus == status.FailedStatus && ks.Message == "" {
+		t.Errorf("kstatus Failed without a reason")
+	}
+	if argo, msg := argoHealthOf(t, kind, obj); argo != want.argo {
+		t.Errorf("Argo CD health %s (%s), want %s; conditions %s", argo, msg, want.argo, conditions(o))
+	}
 }
 
 // TestHealthInEveryPhase: kstatus and the shipped Argo CD health check,
@@ -133,17 +142,13 @@ func kstatusOf(t *testing.T, s *v1alpha1.PtahSchema) *status.Result {
 // GitOps rollout should do there.
 func TestHealthInEveryPhase(t *testing.T) {
 	t.Parallel()
-	type want struct {
-		kstatus status.Status
-		argo    string
-	}
 	cases := []struct {
 		name  string
 		reach func(t *testing.T, e *env) *v1alpha1.PtahSchema
-		want  want
+		want  gitopsHealth
 	}{
-		{"InSync", func(t *testing.T, e *env) *v1alpha1.PtahSchema { e.schema(); return inSync(e) }, want{status.CurrentStatus, "Healthy"}},
-		{"AwaitingApproval", func(t *testing.T, e *env) *v1alpha1.PtahSchema { e.schema(onApproval); return awaitApprovalOf(e) }, want{status.FailedStatus, "Suspended"}},
+		{"InSync", func(t *testing.T, e *env) *v1alpha1.PtahSchema { e.schema(); return inSync(e) }, gitopsHealth{status.CurrentStatus, "Healthy"}},
+		{"AwaitingApproval", func(t *testing.T, e *env) *v1alpha1.PtahSchema { e.schema(onApproval); return awaitApprovalOf(e) }, gitopsHealth{status.FailedStatus, "Suspended"}},
 		{"Blocked", func(t *testing.T, e *env) *v1alpha1.PtahSchema {
 			e.schema()
 			inSync(e)
@@ -151,63 +156,39 @@ func TestHealthInEveryPhase(t *testing.T) {
 			return e.await("shop", "Blocked", converge, func(s *v1alpha1.PtahSchema) bool {
 				return s.Status.Phase == v1alpha1.PhaseBlocked && condition(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyBlocked)(s)
 			})
-		}, want{status.FailedStatus, "Degraded"}},
+		}, gitopsHealth{status.FailedStatus, "Degraded"}},
 		{"ConfigurationError", func(t *testing.T, e *env) *v1alpha1.PtahSchema {
 			e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Target.URLFrom.Name = "nowhere" })
 			return e.await("shop", "ConfigurationError", converge, condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError))
-		}, want{status.FailedStatus, "Degraded"}},
+		}, gitopsHealth{status.FailedStatus, "Degraded"}},
 		{"OperationFailed", func(t *testing.T, e *env) *v1alpha1.PtahSchema {
 			e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Target.URLFrom.Name = "shop-db-broken" })
 			return e.await("shop", "OperationFailed", converge, condition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed))
-		}, want{status.InProgressStatus, "Progressing"}},
+		}, gitopsHealth{status.InProgressStatus, "Progressing"}},
 		{"Applying", func(t *testing.T, e *env) *v1alpha1.PtahSchema {
 			e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Policy.LockTimeout = &metav1.Duration{Duration: 2 * time.Minute} })
 			_, unlock := lockedApply(t, e)
 			t.Cleanup(unlock)
 			return e.await("shop", "Applying", converge, func(s *v1alpha1.PtahSchema) bool { return s.Status.Phase == v1alpha1.PhaseApplying })
-		}, want{status.InProgressStatus, "Progressing"}},
+		}, gitopsHealth{status.InProgressStatus, "Progressing"}},
 		{"Suspended", func(t *testing.T, e *env) *v1alpha1.PtahSchema {
 			e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Suspend = true })
 			return e.await("shop", "Suspended", converge, condition(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec))
-		}, want{status.FailedStatus, "Suspended"}},
+		}, gitopsHealth{status.FailedStatus, "Suspended"}},
 		{"ReadyToApply under Never", func(t *testing.T, e *env) *v1alpha1.PtahSchema {
 			e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Policy.Apply = v1alpha1.ApplyNever })
 			return e.await("shop", "ReadyToApply", converge, func(s *v1alpha1.PtahSchema) bool {
 				return s.Status.Phase == v1alpha1.PhaseReadyToApply && s.Status.ActiveOperation == nil
 			})
-		}, want{status.FailedStatus, "Degraded"}},
+		}, gitopsHealth{status.FailedStatus, "Degraded"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			s := tc.reach(t, e)
-			ks := kstatusOf(t, s)
-			if ks.Status != tc.want.kstatus {
-				t.Errorf("kstatus %s (%s), want %s; conditions %s", ks.Status, ks.Message, tc.want.kstatus, conditions(s))
-			}
-			argo, msg := argoHealth(t, s)
-			if argo != tc.want.argo {
-				t.Errorf("Argo CD health %s (%s), want %s; conditions %s", argo, msg, tc.want.argo, conditions(s))
-			}
-			if tc.want.kstatus == status.FailedStatus && ks.Message == "" {
-				t.Errorf("kstatus Failed without a reason")
-			}
+			assertHealth(t, v1alpha1.KindPtahSchema, tc.reach(t, e), tc.want)
 		})
 	}
-}
-
-// migrationKstatus is what Flux and kstatus-based tools compute for m.
-func migrationKstatus(t *testing.T, m *v1alpha1.PtahMigration) *status.Result {
-	t.Helper()
-	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
-	must(t, err)
-	u := &unstructured.Unstructured{Object: obj}
-	u.SetAPIVersion(v1alpha1.GroupVersion.String())
-	u.SetKind(v1alpha1.KindPtahMigration)
-	res, err := status.Compute(u)
-	must(t, err)
-	return res
 }
 
 // TestMigrationHealthInEveryPhase: kstatus and the shipped Argo CD health
@@ -218,25 +199,21 @@ func migrationKstatus(t *testing.T, m *v1alpha1.PtahMigration) *status.Result {
 // approval, instead of running into its timeout.
 func TestMigrationHealthInEveryPhase(t *testing.T) {
 	t.Parallel()
-	type want struct {
-		kstatus status.Status
-		argo    string
-	}
 	cases := []struct {
 		name  string
 		reach func(t *testing.T, e *env) *v1alpha1.PtahMigration
-		want  want
+		want  gitopsHealth
 	}{
 		{"InSync", func(t *testing.T, e *env) *v1alpha1.PtahMigration {
 			e.migration(pushMigrations(t, "h-sync-"+e.ns, migrationsV1))
 			return migrated(e, 3)
-		}, want{status.CurrentStatus, "Healthy"}},
+		}, gitopsHealth{status.CurrentStatus, "Healthy"}},
 		{"AwaitingApproval", func(t *testing.T, e *env) *v1alpha1.PtahMigration {
 			e.migration(pushMigrations(t, "h-approval-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) { m.Spec.Policy.Apply = v1alpha1.ApplyOnApproval })
 			return e.awaitMigration("AwaitingApproval", converge, func(m *v1alpha1.PtahMigration) bool {
 				return m.Status.Phase == v1alpha1.PhaseAwaitingApproval && m.Status.ActiveOperation == nil
 			})
-		}, want{status.FailedStatus, "Suspended"}},
+		}, gitopsHealth{status.FailedStatus, "Suspended"}},
 		{"Blocked", func(t *testing.T, e *env) *v1alpha1.PtahMigration {
 			e.migration(pushMigrations(t, "h-blocked-"+e.ns, migrationsV1))
 			migrated(e, 3)
@@ -245,34 +222,21 @@ func TestMigrationHealthInEveryPhase(t *testing.T) {
 			return e.awaitMigration("Blocked", converge, func(m *v1alpha1.PtahMigration) bool {
 				return m.Status.Phase == v1alpha1.PhaseBlocked && m.Status.ActiveOperation == nil && m.Status.ObservedGeneration == m.Generation
 			})
-		}, want{status.FailedStatus, "Degraded"}},
+		}, gitopsHealth{status.FailedStatus, "Degraded"}},
 		{"OperationFailed", func(t *testing.T, e *env) *v1alpha1.PtahMigration {
 			e.migration(pushMigrations(t, "h-failed-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) { m.Spec.Target.URLFrom.Name = "shop-db-broken" })
 			return e.awaitMigration("OperationFailed", converge, migrationCondition(v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonOperationFailed))
-		}, want{status.InProgressStatus, "Progressing"}},
+		}, gitopsHealth{status.InProgressStatus, "Progressing"}},
 		{"Suspended", func(t *testing.T, e *env) *v1alpha1.PtahMigration {
 			e.migration(pushMigrations(t, "h-suspended-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) { m.Spec.Suspend = true })
 			return e.awaitMigration("Suspended", converge, migrationCondition(v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec))
-		}, want{status.FailedStatus, "Suspended"}},
+		}, gitopsHealth{status.FailedStatus, "Suspended"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			m := tc.reach(t, e)
-			ks := migrationKstatus(t, m)
-			if ks.Status != tc.want.kstatus {
-				t.Errorf("kstatus %s (%s), want %s; conditions %s", ks.Status, ks.Message, tc.want.kstatus, conditions(m))
-			}
-			obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(m)
-			must(t, err)
-			argo, msg := argoHealthOf(t, v1alpha1.KindPtahMigration, obj)
-			if argo != tc.want.argo {
-				t.Errorf("Argo CD health %s (%s), want %s; conditions %s", argo, msg, tc.want.argo, conditions(m))
-			}
-			if tc.want.kstatus == status.FailedStatus && ks.Message == "" {
-				t.Errorf("kstatus Failed without a reason")
-			}
+			assertHealth(t, v1alpha1.KindPtahMigration, tc.reach(t, e), tc.want)
 		})
 	}
 }
