@@ -305,9 +305,9 @@ func TestPlannedTransitions(t *testing.T) {
 		{
 			// atlas's rendering took these names for its own types and
 			// failed the fingerprint with an internal error.
-			name:   "columns of domains named day, int and serial",
-			before: "CREATE DOMAIN day AS date;\nCREATE DOMAIN int AS bigint;\nCREATE DOMAIN serial AS integer;\nCREATE TABLE t (id integer PRIMARY KEY, d day, i int, s serial);\n",
-			after:  "CREATE DOMAIN day AS date;\nCREATE DOMAIN int AS bigint;\nCREATE DOMAIN serial AS integer;\nCREATE TABLE t (id integer PRIMARY KEY, d day, i int, s serial, n int);\n",
+			name:   "columns of domains named day, int and serial, and an array of one",
+			before: "CREATE DOMAIN day AS date;\nCREATE DOMAIN int AS bigint;\nCREATE DOMAIN serial AS integer;\nCREATE TABLE t (id integer PRIMARY KEY, d day, i int, s serial, ds day[]);\n",
+			after:  "CREATE DOMAIN day AS date;\nCREATE DOMAIN int AS bigint;\nCREATE DOMAIN serial AS integer;\nCREATE TABLE t (id integer PRIMARY KEY, d day, i int, s serial, ds day[], n int);\n",
 			want:   "applied, safe",
 		},
 		{
