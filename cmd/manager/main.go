@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -29,7 +30,7 @@ func main() {
 		image, devImage, ptahVersion, metricsAddr, probeAddr, plainHTTP string
 		watchNamespaces, selector, transport, leaderElectionID          string
 		leaderElect                                                     bool
-		planHistory                                                     int
+		planHistory, concurrency                                        int
 		resultTimeout, leaseDuration, retention, admissionInterval      time.Duration
 	)
 	flag.StringVar(&image, "executor-image", "ptah-executor:dev", "image of the Jobs' runner and ptah")
@@ -46,6 +47,7 @@ func main() {
 	flag.StringVar(&leaderElectionID, "leader-election-id", "ptah-operator.operator.ptah.run", "name of the Lease the managers of one install elect their leader by, in their namespace (the chart names it after the release, so two releases in one namespace each have a leader)")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "comma-separated namespaces to reconcile (default: all)")
 	flag.StringVar(&selector, "selector", "", "label selector of the PtahSchemas and PtahMigrations to reconcile (default: all)")
+	flag.IntVar(&concurrency, "max-concurrent-reconciles", 4, "how many PtahSchemas, and how many PtahMigrations, are reconciled at once (at least 1); operations on one database are still serialised by its Lease")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "metrics endpoint address, plain HTTP, so bound to localhost by default (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
 	opts := zap.Options{}
@@ -57,6 +59,10 @@ func main() {
 	}
 	if planHistory < 1 {
 		fmt.Fprintf(os.Stderr, "manager: --plan-history=%d: must be at least 1 (the default is 10)\n", planHistory)
+		os.Exit(2)
+	}
+	if concurrency < 1 {
+		fmt.Fprintf(os.Stderr, "manager: --max-concurrent-reconciles=%d: must be at least 1 (the default is 4)\n", concurrency)
 		os.Exit(2)
 	}
 	if transport != runner.TransportDurable && transport != runner.TransportLegacy {
@@ -87,6 +93,7 @@ func main() {
 		LeaderElection:         leaderElect,
 		LeaderElectionID:       leaderElectionID,
 		Cache:                  controller.CacheOptions(namespaces, selected),
+		Controller:             config.Controller{MaxConcurrentReconciles: concurrency},
 	})
 	if err != nil {
 		log.Error(err, "create the manager")

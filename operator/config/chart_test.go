@@ -137,7 +137,7 @@ func TestChartValues(t *testing.T) {
 		return objs
 	}
 	scoped := render(map[string]any{"watchNamespaces": []any{"payments", "billing"}, "selector": "team=a",
-		"crds": map[string]any{"install": false}, "admission": map[string]any{"install": false},
+		"concurrency": 8, "crds": map[string]any{"install": false}, "admission": map[string]any{"install": false},
 		"image": map[string]any{"digest": "sha256:" + strings.Repeat("ab", 32)}, "extraArgs": []any{"--history-retention=24h"}})
 	if n, ns := count(scoped, "RoleBinding"); n != 3 || !slices.Equal(ns, []string{"payments", "billing", "ops"}) {
 		t.Errorf("watchNamespaces binds the role in %v, want payments, billing and the release's ops", ns)
@@ -163,7 +163,7 @@ func TestChartValues(t *testing.T) {
 		t.Errorf("image %s is not pinned by the digest", m.Image)
 	}
 	for _, want := range []string{"--watch-namespaces=payments,billing", "--selector=team=a", "--history-retention=24h", "--leader-elect",
-		"--leader-election-id=team-a-manager.operator.ptah.run", "--metrics-bind-address=127.0.0.1:8080"} {
+		"--leader-election-id=team-a-manager.operator.ptah.run", "--max-concurrent-reconciles=8", "--metrics-bind-address=127.0.0.1:8080"} {
 		if !slices.Contains(m.Args, want) {
 			t.Errorf("manager args %v lack %s", m.Args, want)
 		}

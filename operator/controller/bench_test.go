@@ -22,20 +22,31 @@ import (
 	"ptah.run/operator/operator/jobsim"
 )
 
-const benchSchemas = 200
+const (
+	benchSchemas   = 200
+	benchDatabases = 20
+)
 
 // BenchmarkReconcile200Schemas measures the manager binary (cmd/manager, a
-// separate process, so its memory is its own) taking 200 new PtahSchemas in
-// one namespace to InSync. Jobs are run by the simulated kubelet with the
-// real runner around jobsim.NoChangePtah, a stand-in for ptah that reports a
-// database already in the desired state: each schema takes a Resolve, an
-// Observe and a Plan Job, and the figure is the manager's and the API's
-// throughput, not ptah's. It reports schemas/s and the manager's peak and
-// final resident set size.
+// separate process, so its memory is its own) taking 200 new PtahSchemas on
+// 20 databases in one namespace to InSync, reconciling one object at a time
+// and at the default --max-concurrent-reconciles. Schemas of one database
+// still take turns through its Lease. Jobs are run by the simulated kubelet
+// with the real runner around jobsim.NoChangePtah, a stand-in for ptah that
+// reports a database already in the desired state: each schema takes a
+// Resolve, an Observe and a Plan Job, and the figure is the manager's and
+// the API's throughput, not ptah's. It reports schemas/s and the manager's
+// peak and final resident set size.
 func BenchmarkReconcile200Schemas(b *testing.B) {
+	for _, c := range []int{1, 4} {
+		b.Run(fmt.Sprintf("concurrency=%d", c), func(b *testing.B) { benchReconcile(b, c) })
+	}
+}
+
+func benchReconcile(b *testing.B, concurrency int) {
 	digest := "sha256:" + strings.Repeat("ab", 32)
 	fake := jobsim.NoChangePtah(b, digest)
-	mgr, logs := managerProcess(b)
+	mgr, logs := managerProcess(b, fmt.Sprintf("--max-concurrent-reconciles=%d", concurrency))
 	ctx := context.Background()
 	var total time.Duration
 	b.ResetTimer()
@@ -43,7 +54,7 @@ func BenchmarkReconcile200Schemas(b *testing.B) {
 		b.StopTimer()
 		ns := "bench-" + rand.String(6)
 		must(b, shared.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-		for n := 0; n < benchSchemas; n++ {
+		for n := 0; n < benchDatabases; n++ {
 			must(b, shared.c.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("db-%03d", n), Namespace: ns},
 				StringData: map[string]string{"url": fmt.Sprintf("postgres://bench:never-read@127.0.0.1:1/db%03d", n)}}))
 		}
@@ -66,8 +77,8 @@ func BenchmarkReconcile200Schemas(b *testing.B) {
 			must(b, shared.c.Create(ctx, &v1alpha1.PtahSchema{
 				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("s%03d", n), Namespace: ns},
 				Spec: v1alpha1.PtahSchemaSpec{
-					// One database each, as 200 schemas would have.
-					Target:    v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: fmt.Sprintf("db-%03d", n), Key: "url"}},
+					// Ten schemas per database, whose Lease they share.
+					Target:    v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: fmt.Sprintf("db-%03d", n%benchDatabases), Key: "url"}},
 					Desired:   v1alpha1.Desired{OCIRef: shared.refV1, RegistryAuthFrom: &v1alpha1.LocalRef{Name: "registry"}},
 					Policy:    v1alpha1.Policy{Apply: v1alpha1.ApplyAlways},
 					Execution: v1alpha1.Execution{DevDatabase: &v1alpha1.DevDatabase{URLFrom: &v1alpha1.SecretKeyRef{Name: "dev-db", Key: "url"}}},
@@ -104,7 +115,7 @@ func BenchmarkReconcile200Schemas(b *testing.B) {
 
 // managerProcess builds cmd/manager and runs it as a process of its own
 // (so its memory is its own) against the shared API server until b ends.
-func managerProcess(b *testing.B) (*exec.Cmd, *syncBuffer) {
+func managerProcess(b *testing.B, args ...string) (*exec.Cmd, *syncBuffer) {
 	bin := filepath.Join(b.TempDir(), "manager")
 	build := exec.Command("go", "build", "-o", bin, "./cmd/manager")
 	build.Dir = filepath.Join("..", "..")
@@ -113,6 +124,7 @@ func managerProcess(b *testing.B) (*exec.Cmd, *syncBuffer) {
 	}
 	mgr := exec.Command(bin, "--executor-image=ptah-executor:bench", "--plain-http-registries="+shared.reg.Host,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--kubeconfig="+shared.api.Kubeconfig)
+	mgr.Args = append(mgr.Args, args...)
 	logs := &syncBuffer{}
 	mgr.Stdout, mgr.Stderr = logs, logs
 	if err := mgr.Start(); err != nil {

@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -53,10 +52,7 @@ func (r *SchemaReconciler) prune(ctx context.Context, s *v1alpha1.PtahSchema) {
 		log.FromContext(ctx).Error(err, "list finished Jobs to prune; they are pruned at the next operation")
 		return
 	}
-	if r.swept == nil {
-		r.swept = map[types.UID]bool{}
-	}
-	sweepCredentials(ctx, r.APIReader, r.Client, s, s.Status.ActiveOperation, r.swept)
+	sweepCredentials(ctx, r.APIReader, r.Client, s, s.Status.ActiveOperation, &r.swept)
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if done, at := jobFinished(j); done && j.Name != active && at.Before(cutoff) && metav1.IsControlledBy(j, s) {
@@ -143,8 +139,8 @@ func (r *SchemaReconciler) delete(ctx context.Context, o ctrl.Object) {
 // operation's credential leaves that credential behind, and no claim names
 // it any more. They are listed past the cache (no informer holds every
 // ServiceAccount of the cluster for this).
-func sweepCredentials(ctx context.Context, reader ctrl.Reader, cl ctrl.Client, s subject, active *v1alpha1.ActiveOperation, swept map[types.UID]bool) {
-	if swept[s.GetUID()] {
+func sweepCredentials(ctx context.Context, reader ctrl.Reader, cl ctrl.Client, s subject, active *v1alpha1.ActiveOperation, swept *uidSet) {
+	if swept.has(s.GetUID()) {
 		return
 	}
 	keep := ""
@@ -180,5 +176,5 @@ func sweepCredentials(ctx context.Context, reader ctrl.Reader, cl ctrl.Client, s
 			return
 		}
 	}
-	swept[s.GetUID()] = true
+	swept.add(s.GetUID())
 }

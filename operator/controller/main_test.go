@@ -312,7 +312,8 @@ func (e *env) startManager(mod func(*SchemaReconciler)) {
 		Logger:                 logger,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		// Many objects at once, as the manager's default reconciles them.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: 4},
 		Cache: func() cache.Options {
 			o := CacheOptions(nil, nil)
 			o.DefaultNamespaces = map[string]cache.Config{e.ns: {}}

@@ -69,10 +69,10 @@ type MigrationReconciler struct {
 
 	// refusals remembers the Pod-creation refusals and foreign records
 	// already reported.
-	refusals map[types.UID]bool
+	refusals uidSet
 	// swept remembers the migrations whose finished operations' credentials
 	// this manager has revoked (sweepCredentials).
-	swept map[types.UID]bool
+	swept uidSet
 }
 
 // Reconcile reads the migration, keeps the record of an unresolved run,
@@ -404,10 +404,7 @@ func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigrat
 	if j.Status.Active > 0 || j.Status.Ready != nil && *j.Status.Ready > 0 {
 		return reconcile.Result{}, nil
 	}
-	if r.refusals == nil {
-		r.refusals = map[types.UID]bool{}
-	}
-	reportPodRefusals(ctx, r.APIReader, r.Events, m, c, &j, r.refusals)
+	reportPodRefusals(ctx, r.APIReader, r.Events, m, c, &j, &r.refusals)
 	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
 }
 
@@ -563,11 +560,7 @@ func (r *MigrationReconciler) templateDigest(m *v1alpha1.PtahMigration, c *v1alp
 // record. A running Apply runs to its end and its outcome is then
 // unresolved; any other operation is claimed again under a new name.
 func (r *MigrationReconciler) foreign(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, bad *foreignRecord) (reconcile.Result, error) {
-	if r.refusals == nil {
-		r.refusals = map[types.UID]bool{}
-	}
-	if !r.refusals[bad.rec.UID] {
-		r.refusals[bad.rec.UID] = true
+	if r.refusals.add(bad.rec.UID) {
 		warning(r.Events, m, v1alpha1.EventResultReadFailed, "ReadResult",
 			"%s operation %s: %v; it is not consumed", c.Type, c.JobName, bad)
 	}

@@ -116,10 +116,7 @@ func (r *MigrationReconciler) prune(ctx context.Context, m *v1alpha1.PtahMigrati
 		log.FromContext(ctx).Error(err, "list finished Jobs to prune; they are pruned at the next operation")
 		return
 	}
-	if r.swept == nil {
-		r.swept = map[types.UID]bool{}
-	}
-	sweepCredentials(ctx, r.APIReader, r.Client, m, m.Status.ActiveOperation, r.swept)
+	sweepCredentials(ctx, r.APIReader, r.Client, m, m.Status.ActiveOperation, &r.swept)
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if done, at := jobFinished(j); done && j.Name != active && at.Before(cutoff) && metav1.IsControlledBy(j, m) {

@@ -57,10 +57,10 @@ type SchemaReconciler struct {
 	Admission *RecordAdmission
 
 	// refusals remembers the Pod-creation refusals already reported.
-	refusals map[types.UID]bool
+	refusals uidSet
 	// swept remembers the schemas whose finished operations' credentials
 	// this manager has revoked (sweepCredentials).
-	swept map[types.UID]bool
+	swept uidSet
 }
 
 // Reconcile reads the schema, retires evidence its spec or binding no longer
@@ -555,11 +555,7 @@ func creatorMismatch(ctx context.Context, api ctrl.Reader, s subject, c *v1alpha
 // runs to its end, and since its own record cannot be written under the
 // taken name, its outcome is then unknown and read back read-only.
 func (r *SchemaReconciler) foreign(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, bad *foreignRecord) (reconcile.Result, error) {
-	if !r.refusals[bad.rec.UID] {
-		if r.refusals == nil {
-			r.refusals = map[types.UID]bool{}
-		}
-		r.refusals[bad.rec.UID] = true
+	if r.refusals.add(bad.rec.UID) {
 		next := "the operation is claimed again under a new name"
 		if c.Type == v1alpha1.OperationApply && c.JobUID != "" {
 			next = "the running Apply Job runs to its end, and its outcome is then read back read-only"
@@ -711,26 +707,22 @@ func (r *SchemaReconciler) podAdmission(ctx context.Context, s *v1alpha1.PtahSch
 	if j.Status.Active > 0 || j.Status.Ready != nil && *j.Status.Ready > 0 {
 		return reconcile.Result{}, nil
 	}
-	if r.refusals == nil {
-		r.refusals = map[types.UID]bool{}
-	}
-	reportPodRefusals(ctx, r.APIReader, r.Events, s, c, j, r.refusals)
+	reportPodRefusals(ctx, r.APIReader, r.Events, s, c, j, &r.refusals)
 	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
 }
 
 // reportPodRefusals records on s, once per refusal (seen), each refusal of
 // the Job controller to create the Pod of c's Job j.
-func reportPodRefusals(ctx context.Context, api ctrl.Reader, sink eventSink, s subject, c *v1alpha1.ActiveOperation, j *batchv1.Job, seen map[types.UID]bool) {
+func reportPodRefusals(ctx context.Context, api ctrl.Reader, sink eventSink, s subject, c *v1alpha1.ActiveOperation, j *batchv1.Job, seen *uidSet) {
 	var evs corev1.EventList
 	if err := api.List(ctx, &evs, ctrl.InNamespace(s.GetNamespace()), ctrl.MatchingFields{"involvedObject.name": j.Name}); err != nil {
 		log.FromContext(ctx).Error(err, "list the Job's Events to look for Pod admission refusals", "job", j.Name)
 		return
 	}
 	for _, ev := range evs.Items {
-		if ev.Reason != "FailedCreate" || ev.InvolvedObject.UID != j.UID || seen[ev.UID] {
+		if ev.Reason != "FailedCreate" || ev.InvolvedObject.UID != j.UID || !seen.add(ev.UID) {
 			continue
 		}
-		seen[ev.UID] = true
 		warning(sink, s, v1alpha1.EventPodAdmissionRefused, "CreatePod",
 			"the API server refused the Pod of %s Job %s; the Job keeps its deadline and the Job controller keeps trying: %s", c.Type, j.Name, ev.Message)
 	}

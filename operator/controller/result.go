@@ -454,13 +454,13 @@ func issueCredential(ctx context.Context, cl ctrl.Client, s subject, c *v1alpha1
 // restart) leaves one that no claim names.
 func (r *SchemaReconciler) revoke(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
 	revokeCredential(ctx, r.Client, s, c)
-	delete(r.swept, s.GetUID())
+	r.swept.remove(s.GetUID())
 }
 
 // revoke is SchemaReconciler.revoke for a migration.
 func (r *MigrationReconciler) revoke(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) {
 	revokeCredential(ctx, r.Client, m, c)
-	delete(r.swept, m.GetUID())
+	r.swept.remove(m.GetUID())
 }
 
 func revokeCredential(ctx context.Context, cl ctrl.Client, s subject, c *v1alpha1.ActiveOperation) {
