@@ -228,6 +228,12 @@ bench-recorder:
 	$(GO) test ./recorder/execute -run '^$$' -bench Overhead -benchtime 300x -count 3
 	$(GO) test ./recorder/recording -run '^$$' -bench ScanCensus -benchtime 5x -count 3
 
+.PHONY: bench-reconcile
+## bench-reconcile: the manager taking 200 PtahSchemas on 20 databases to InSync through jobsim, one object at a time
+## and at the default --max-concurrent-reconciles (schemas/s and the manager's memory for each)
+bench-reconcile: envtest
+	$(GO) test ./operator/controller -run '^$$' -bench 'Reconcile200Schemas' -benchtime 1x -count $(or $(COUNT),1) -timeout 40m
+
 .PHONY: bench-proof
 ## bench-proof: the Proof's cost: a no-change `ptah schema plan` of 2,000 objects against a database holding them, as a
 ## multiple of psql -f of the same DDL into a fresh database, interleaved round by round in one run (ROUNDS=n, 5 by

@@ -67,6 +67,9 @@ type Around struct {
 	// Atlas holds the keys of objects atlas's statements create ("identity
 	// T.c" of a new table's column); they are not planned here.
 	Atlas []string
+	// Recreated names the types atlas's statements create again ("type
+	// mood"): their grants are given again.
+	Recreated []string
 }
 
 // Plan plans diffs (from Diff over live and desired) around atlas's
@@ -320,7 +323,11 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 	}
 	p.Before = append(drops, sortSteps(p.Before)...)
 	p.After = append(append(creates, sortSteps(p.After)...), comments...)
-	revokes, grants := privilegeSteps(privs, desiredBy, recreatedHere(p))
+	regranted := recreatedHere(p)
+	for _, name := range around.Recreated {
+		regranted[name] = true
+	}
+	revokes, grants := privilegeSteps(privs, desiredBy, regranted)
 	p.Before = append(p.Before, revokes...)
 	p.After = append(p.After, grants...)
 	if fn := p.Before; len(fn) > 0 {

@@ -90,6 +90,7 @@ var genValues = map[string][]string{
 	"date":                     {"2026-01-02", "1970-01-01"},
 	"jsonb":                    {`{"a": 1}`, `[1, 2]`, `"s"`},
 	"mood":                     {"sad", "ok"},
+	"mood[]":                   {"{sad,ok}", "{ok}"},
 }
 
 // genDefaults are constant defaults per type (none evaluates anything).
@@ -177,7 +178,7 @@ func drawTable(t *rapid.T, s *genSchema, name string) *genTable {
 	for i := range rapid.IntRange(1, 3).Draw(t, "columns") {
 		tb.cols = append(tb.cols, drawCol(t, s, fmt.Sprintf("c%d", i)))
 	}
-	if rapid.IntRange(0, 2).Draw(t, "check?") == 0 {
+	if rapid.IntRange(0, 2).Draw(t, "check?") == 0 && (tb.cols[0].typ != "mood" || slices.Contains(s.enum, "happy")) {
 		tb.checks = []string{tb.cols[0].name}
 	}
 	if rapid.Bool().Draw(t, "index?") {
@@ -227,7 +228,7 @@ func edit(t *rapid.T, s *genSchema, n int) string {
 	kind := rapid.SampledFrom(append([]string{
 		"add table", "drop table", "add column", "drop column", "retype column", "toggle not null",
 		"change default", "toggle check", "toggle index", "toggle unique", "toggle comment", "id kind",
-		"enum add value", "enum drop value", "sequence", "owned by", "view", "rename column",
+		"enum add value", "enum drop value", "enum reorder", "sequence", "owned by", "view", "rename column",
 		"collation", "generated", "fillfactor", "replica identity",
 	}, extraEdits...)).Draw(t, "edit")
 	cname := rapid.SampledFrom(tb.colNames()).Draw(t, "column")
@@ -272,7 +273,7 @@ func edit(t *rapid.T, s *genSchema, n int) string {
 	case "toggle check":
 		if slices.Contains(tb.checks, cname) {
 			tb.checks = slices.DeleteFunc(tb.checks, func(x string) bool { return x == cname })
-		} else {
+		} else if c.typ != "mood" || slices.Contains(s.enum, "happy") {
 			tb.checks = append(tb.checks, cname)
 		}
 	case "toggle index", "toggle unique":
@@ -315,11 +316,19 @@ func edit(t *rapid.T, s *genSchema, n int) string {
 		}
 	case "enum drop value":
 		if s.enum != nil && len(s.enum) > 2 {
-			// "sad" and "ok" are planted and used by defaults; "happy" by checks.
+			// "sad" and "ok" are planted and used by defaults; "happy" by
+			// checks. Removing a value makes the enum again (enumRecreation).
 			i := rapid.IntRange(0, len(s.enum)-1).Draw(t, "drop at")
-			if !slices.Contains([]string{"sad", "ok", "happy"}, s.enum[i]) && !s.defaultsTo("'"+s.enum[i]+"'") {
+			v := s.enum[i]
+			if !slices.Contains([]string{"sad", "ok"}, v) && !s.defaultsTo("'"+v+"'") && (v != "happy" || !s.checksType("mood")) {
 				s.enum = slices.Delete(s.enum, i, i+1)
 			}
+		}
+	case "enum reorder":
+		if s.enum != nil {
+			i := rapid.IntRange(0, len(s.enum)-1).Draw(t, "swap")
+			j := rapid.IntRange(0, len(s.enum)-1).Draw(t, "with")
+			s.enum[i], s.enum[j] = s.enum[j], s.enum[i]
 		}
 	case "sequence":
 		if len(s.seqs) == 0 {
@@ -376,6 +385,18 @@ func (s *genSchema) defaultsTo(def string) bool {
 	for _, t := range s.tables {
 		for _, c := range t.cols {
 			if c.def == def {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// checksType says whether a check is on a column of type typ.
+func (s *genSchema) checksType(typ string) bool {
+	for _, t := range s.tables {
+		for _, ch := range t.checks {
+			if c := t.col(ch); c != nil && c.typ == typ {
 				return true
 			}
 		}

@@ -268,7 +268,13 @@ func intName(t string) string {
 // anything not known to widen, except a numeric keeping its integer digits
 // (it rounds instead) and a time getting less precise (the same).
 func rejects(from, to sqlschema.Type) bool {
+	from, to = elements(from, to)
 	switch f := from.(type) {
+	case *sqlschema.EnumType:
+		// Through text: a label the new enum lacks is refused.
+		if t, ok := to.(*sqlschema.EnumType); ok {
+			return slices.ContainsFunc(f.Values, func(v string) bool { return !slices.Contains(t.Values, v) })
+		}
 	case *sqlschema.DecimalType:
 		if t, ok := to.(*sqlschema.DecimalType); ok {
 			return t.Precision > 0 && (f.Precision == 0 || t.Precision-t.Scale < f.Precision-f.Scale)
@@ -292,6 +298,7 @@ func rejects(from, to sqlschema.Type) bool {
 // integer, text to varchar(4), text to an enum) loses nothing; rejects
 // says whether it may refuse.
 func loses(from, to sqlschema.Type) bool {
+	from, to = elements(from, to)
 	if widens(from, to) {
 		return false
 	}
@@ -342,7 +349,7 @@ func loses(from, to sqlschema.Type) bool {
 			return true
 		}
 		return f.T != postgres.TypeDate && precision(t) < precision(f)
-	case *sqlschema.StringType:
+	case *sqlschema.StringType, *sqlschema.EnumType:
 		if _, ok := to.(*sqlschema.EnumType); ok {
 			// An enum takes its labels exactly or refuses the value.
 			return false
@@ -354,6 +361,17 @@ func loses(from, to sqlschema.Type) bool {
 	// Anything else, as text read into another type ('012' as 12, 'yes'
 	// as true, JSON as jsonb normalises it), may not read back the same.
 	return true
+}
+
+// elements are the element types of two array types, each value of one
+// converted to the other: an array converts element by element.
+func elements(from, to sqlschema.Type) (sqlschema.Type, sqlschema.Type) {
+	f, ok1 := from.(*postgres.ArrayType)
+	t, ok2 := to.(*postgres.ArrayType)
+	if ok1 && ok2 {
+		return f.Type, t.Type
+	}
+	return from, to
 }
 
 func timeOfDay(t string) bool {

@@ -40,6 +40,10 @@ type state struct {
 	invalid []invalidIndex
 	// missing is true when the database has no such schema.
 	missing bool
+	// recreate holds the catalog keys of objects made again, unchanged,
+	// around what the plan recreates (enumRecreation); recreatedTypes the
+	// types whose grants are given again.
+	recreate, recreatedTypes []string
 }
 
 // hasTable says whether the schema holds table name.

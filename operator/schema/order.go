@@ -76,7 +76,7 @@ func withoutConstraints(s *sqlschema.Schema) {
 // leave atlas's tables on both sides, by name, and are compared and planned
 // as PostgreSQL prints them. An invalid live one is left to dropInvalid,
 // which drops it first, so the desired one is created again.
-func withoutLostIndexes(live, desired *state) {
+func withoutLostIndexes(live, desired *state, also func(pgcatalog.Object) bool) {
 	taken := map[string]bool{}
 	// An index on one side that is a key's constraint of the same name on
 	// the other is a difference atlas does not see either.
@@ -94,7 +94,7 @@ func withoutLostIndexes(live, desired *state) {
 	for _, st := range []*state{live, desired} {
 		for _, o := range st.objects {
 			k := o.Table + " " + o.Ident
-			if pgcatalog.AtlasLoses(o) || st == desired && indexOrUnique(o) && kinds[k] != "" && kinds[k] != o.Kind {
+			if pgcatalog.AtlasLoses(o) || also(o) || st == desired && indexOrUnique(o) && kinds[k] != "" && kinds[k] != o.Kind {
 				taken[k] = true
 			}
 		}
@@ -276,6 +276,14 @@ func retype(c *sqlschema.ModifyColumn) []sqlschema.Change {
 // retypeUsing is the USING expression retype gives c, "" for none.
 func retypeUsing(c *sqlschema.ModifyColumn) string {
 	from, to := c.From.Type.Type, c.To.Type.Type
+	_, fromArray := from.(*postgres.ArrayType)
+	if ta, ok := to.(*postgres.ArrayType); ok && fromArray {
+		if e, ok := ta.Type.(*sqlschema.EnumType); ok {
+			// Element by element, through text as below.
+			return quoteIdent(c.From.Name) + "::text[]::" + quoteIdent(e.T) + "[]"
+		}
+		return ""
+	}
 	_, fromEnum := from.(*sqlschema.EnumType)
 	toEnum, isToEnum := to.(*sqlschema.EnumType)
 	_, fromString := from.(*sqlschema.StringType)

@@ -270,7 +270,11 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 		}
 		withoutConstraints(l.schema)
 		withoutConstraints(d.schema)
-		withoutLostIndexes(l, d)
+		enums, err := enumsRecreated(l, d, live.schemas)
+		if err != nil {
+			return nil, err
+		}
+		withoutLostIndexes(l, d, handOver(enums))
 		atlasIdentities[i] = withoutIdentities(l, d)
 		if err := partitionKeyChanged(l.name, l.schema, d.schema); err != nil {
 			return nil, err
@@ -284,6 +288,11 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 			return nil, atlasRefused(l.name, err)
 		}
 		c = dropInRegenerated(c, regen)
+		c = withRecreatedEnums(c, enums, l.schema, d.schema)
+		first, last := enumStatements(l.name, enums)
+		created = append(created, first...)
+		dropped = append(dropped, last...)
+		l.recreate, l.recreatedTypes = recreatedAround(enums, l, d)
 		c = userTypeChanges(c, l.schema, d.schema)
 		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
 		if err := castTrials(ctx, dev, c, l, d); err != nil {

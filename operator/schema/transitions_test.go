@@ -169,18 +169,45 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "refused: unmanaged_object",
 		},
 		{
-			// atlas's planner has no statement for it: its error is a
-			// refusal naming the enum, not an internal error.
+			// atlas refuses it; the enum is made again.
 			name:   "an enum's values reordered",
 			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
 			after:  "CREATE TYPE mood AS ENUM ('ok', 'sad');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
-			want:   "refused: unplanned_difference",
+			want:   "applied, safe",
 		},
 		{
-			// atlas plans nothing for it; the proof refuses the empty plan.
+			// atlas plans nothing for it.
 			name:   "an enum's last value dropped",
 			before: "CREATE TYPE mood AS ENUM ('sad', 'ok', 'spare');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
 			after:  enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
+			want:   "applied, safe",
+		},
+		{
+			// Everything PostgreSQL parses again when the column changes
+			// type, or that would keep the renamed enum, is made again:
+			// the check and the partial index name 'spare'::mood, the view
+			// a literal of it, the default and the array the enum.
+			name: "an enum's value removed under a check, a partial index, a view, a default, an array, a comment and grants",
+			before: "CREATE TYPE mood AS ENUM ('sad', 'spare', 'ok');\nCOMMENT ON TYPE mood IS 'how it went';\nREVOKE USAGE ON TYPE mood FROM PUBLIC;\n" +
+				"CREATE TABLE t (id integer PRIMARY KEY, m mood DEFAULT 'ok' CHECK (m <> 'spare'), ms mood[] DEFAULT '{sad}');\n" +
+				"CREATE INDEX t_m_idx ON t (id) WHERE m <> 'spare';\nCREATE VIEW v AS SELECT id, m, 'ok'::mood AS fine FROM t;\nCREATE VIEW w AS SELECT 'sad'::mood AS x;\n",
+			after: "CREATE TYPE mood AS ENUM ('ok', 'sad', 'new');\nCOMMENT ON TYPE mood IS 'how it went';\nREVOKE USAGE ON TYPE mood FROM PUBLIC;\n" +
+				"CREATE TABLE t (id integer PRIMARY KEY, m mood DEFAULT 'ok' CHECK (m <> 'new'), ms mood[] DEFAULT '{sad}');\n" +
+				"CREATE INDEX t_m_idx ON t (id) WHERE m <> 'new';\nCREATE VIEW v AS SELECT id, m, 'ok'::mood AS fine FROM t;\nCREATE VIEW w AS SELECT 'sad'::mood AS x;\n",
+			want: "applied, safe",
+		},
+		{
+			// The planted rows hold 'sad' and 'ok': converting them fails,
+			// and with it the whole plan, as marked.
+			name:   "an enum's value removed that rows hold",
+			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
+			after:  "CREATE TYPE mood AS ENUM ('ok');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
+			want:   "apply failed as marked",
+		},
+		{
+			name:   "an enum's values reordered under a function taking it",
+			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\nCREATE FUNCTION f(x mood) RETURNS integer LANGUAGE sql AS 'SELECT 1';\n",
+			after:  "CREATE TYPE mood AS ENUM ('ok', 'sad');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\nCREATE FUNCTION f(x mood) RETURNS integer LANGUAGE sql AS 'SELECT 1';\n",
 			want:   "refused: unplanned_difference",
 		},
 		{

@@ -26,9 +26,11 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 			unmanaged = append(unmanaged, d)
 		}
 	}
+	unmanaged = append(unmanaged, remade(live, desired, unmanaged, missed)...)
 	renames, named, renamed, missed := pgcatalog.RenamePrimaryKeys(missed)
 	a := around(live.name, changes)
 	a.Atlas = atlasObjects
+	a.Recreated = live.recreatedTypes
 	a.Rewritten = append(a.Rewritten, retyped...)
 	p := pgcatalog.Plan(unmanaged, live.objects, desired.objects, a)
 	p.Before = append(renames, p.Before...)
@@ -94,4 +96,35 @@ func partitionHint(ds []pgcatalog.Difference) string {
 		}
 	}
 	return ""
+}
+
+// remade is a difference, each side as it is, for every object live.recreate
+// names that does not differ already: pgcatalog drops it before and creates
+// it again after atlas's statements.
+func remade(live, desired *state, diffs ...[]pgcatalog.Difference) []pgcatalog.Difference {
+	if len(live.recreate) == 0 {
+		return nil
+	}
+	differs := map[string]bool{}
+	for _, ds := range diffs {
+		for _, d := range ds {
+			differs[d.Object().Key()] = true
+		}
+	}
+	by := func(st *state) map[string]*pgcatalog.Object {
+		m := map[string]*pgcatalog.Object{}
+		for i := range st.objects {
+			m[st.objects[i].Key()] = &st.objects[i]
+		}
+		return m
+	}
+	liveBy, desiredBy := by(live), by(desired)
+	var out []pgcatalog.Difference
+	for _, k := range live.recreate {
+		if !differs[k] && liveBy[k] != nil && desiredBy[k] != nil {
+			out = append(out, pgcatalog.Difference{Live: liveBy[k], Desired: desiredBy[k]})
+			differs[k] = true
+		}
+	}
+	return out
 }
