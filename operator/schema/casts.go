@@ -43,6 +43,11 @@ func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Chang
 				continue
 			}
 			from, to := printedType(l.Def), printedType(d.Def)
+			if lt, ok := live.schema.Table(m.T.Name); ok {
+				if err := retypeRefused(live.name, lt, m.T, c.From.Name, from, to); err != nil {
+					return err
+				}
+			}
 			using := retypeUsing(c)
 			if u := (postgres.ConvertUsing{}); sqlxHasUsing(c, &u) {
 				using = u.X

@@ -111,8 +111,13 @@ func asideName(name string, taken map[string]bool) string {
 
 // mentions matches the enum's name in a definition as PostgreSQL prints
 // it, unqualified under the schema's search path.
-func (r enumRecreation) mentions(def string) bool {
-	q := regexp.QuoteMeta(quoteIdent(r.name))
+func (r enumRecreation) mentions(def string) bool { return mentionsName(def, r.name) }
+
+// mentionsName says whether def, as PostgreSQL prints it, names name on
+// its own (not as part of a longer or qualified name): more often than
+// it refers to it, never less.
+func mentionsName(def, name string) bool {
+	q := regexp.QuoteMeta(quoteIdent(name))
 	return regexp.MustCompile(`(^|[^\w$".])` + q + `($|[^\w$"])`).MatchString(def)
 }
 

@@ -91,6 +91,7 @@ var genValues = map[string][]string{
 	"jsonb":                    {`{"a": 1}`, `[1, 2]`, `"s"`},
 	"mood":                     {"sad", "ok"},
 	"mood[]":                   {"{sad,ok}", "{ok}"},
+	`"Mood"`:                   {"sad", "happy"},
 }
 
 // genDefaults are constant defaults per type (none evaluates anything).

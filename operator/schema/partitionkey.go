@@ -52,3 +52,31 @@ func partitionKey(t *sqlschema.Table) string {
 	}
 	return p.T + " (" + strings.Join(parts, ", ") + ")"
 }
+
+// retypeRefused refuses a change of column col's type that PostgreSQL
+// refuses whatever the types: the column is in its table's partition key,
+// or a generated column kept by the desired table computes from it. The
+// cast trial, on a copy of the column alone, cannot see either.
+func retypeRefused(schema string, lt, dt *sqlschema.Table, col, from, to string) error {
+	change := "changes its type from " + from + " to " + to
+	if from == to {
+		change = "makes its type " + from + " again (an enum whose values are removed or reordered), converting it"
+	}
+	refuse := func(why string) error {
+		return report.Errorf(report.UnplannedDifference, "column %s.%s.%s: the desired schema %s, but %s, and PostgreSQL cannot alter the type of such a column, so ptah plans nothing: make the change in a PtahMigration (drop what uses the column, alter it, create them again), or declare the type the database has",
+			quoteIdent(schema), quoteIdent(lt.Name), quoteIdent(col), change, why)
+	}
+	if k := partitionKey(lt); k != "" && mentionsName(k, col) && mentionsName(partitionKey(dt), col) {
+		return refuse("it is in the table's partition key (PARTITION BY " + k + ")")
+	}
+	for _, g := range lt.Columns {
+		dg, ok := dt.Column(g.Name)
+		if !ok || g.Name == col || generation(g) == nil || generation(dg) == nil {
+			continue
+		}
+		if mentionsName(generation(g).Expr, col) && mentionsName(generation(dg).Expr, col) {
+			return refuse("generated column " + quoteIdent(g.Name) + " is computed from it")
+		}
+	}
+	return nil
+}
