@@ -65,8 +65,8 @@ func main() {
 		fmt.Fprintf(os.Stderr, "manager: --max-concurrent-reconciles=%d: must be at least 1 (the default is 4)\n", concurrency)
 		os.Exit(2)
 	}
-	if transport != runner.TransportDurable && transport != runner.TransportLegacy {
-		fmt.Fprintf(os.Stderr, "manager: --migration-result-transport=%q: want %s or %s\n", transport, runner.TransportDurable, runner.TransportLegacy)
+	if transport != runner.TransportDurable && transport != runner.TransportPodLog {
+		fmt.Fprintf(os.Stderr, "manager: --migration-result-transport=%q: want %s or %s\n", transport, runner.TransportDurable, runner.TransportPodLog)
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))

@@ -144,10 +144,10 @@ func (r *SchemaReconciler) templateDigest(s *v1alpha1.PtahSchema, c *v1alpha1.Ac
 // secretKeyRefs: the manager never reads them.
 func job(s subject, c *v1alpha1.ActiveOperation, b v1alpha1.ExecutionBinding, op runner.Operation, extra ...corev1.EnvVar) *batchv1.Job {
 	transport := runner.TransportDurable
-	if op.ResultTransport == runner.TransportLegacy {
+	if op.ResultTransport == runner.TransportPodLog {
 		// A legacy summary names its attempt; a durable record's digest
 		// already binds it, so durable Pod templates stay as they were.
-		transport, op.Attempt = runner.TransportLegacy, c.Attempt
+		transport, op.Attempt = runner.TransportPodLog, c.Attempt
 	}
 	opJSON, err := json.Marshal(op)
 	if err != nil {

@@ -33,8 +33,8 @@ import (
 
 // jobTransport is the result transport c's Job j was dispatched under.
 func jobTransport(j *batchv1.Job) string {
-	if j.Annotations[runner.AnnotationResultTransport] == runner.TransportLegacy {
-		return runner.TransportLegacy
+	if j.Annotations[runner.AnnotationResultTransport] == runner.TransportPodLog {
+		return runner.TransportPodLog
 	}
 	return runner.TransportDurable
 }
@@ -152,7 +152,7 @@ func summaryRefused(sink eventSink, s subject, c *v1alpha1.ActiveOperation, why 
 // nothing (never its log, never its summary); a legacy Job's is what
 // readLegacy establishes, its verdict returned when it yields no record.
 func jobResult(ctx context.Context, rd, api ctrl.Reader, adm *RecordAdmission, logs PodLogs, timeout time.Duration, s subject, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished, now time.Time) (*v1alpha1.PtahResultRecord, *legacyRead, error) {
-	if jobTransport(j) != runner.TransportLegacy {
+	if jobTransport(j) != runner.TransportPodLog {
 		rec, err := readRecord(ctx, rd, api, adm, timeout, s, c)
 		return rec, nil, err
 	}

@@ -52,9 +52,9 @@ func (l *kubeletLogs) ContainerLog(_ context.Context, namespace, pod, container 
 func legacyRun(e *env, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, op runner.Operation, b v1alpha1.ExecutionBinding) *batchv1.Job {
 	t := e.t
 	op.ID, op.Digest, op.Namespace, op.Schema, op.SchemaUID, op.Kind, op.RecordName = c.ID, c.CoordinationDigest, m.Namespace, m.Name, string(m.UID), v1alpha1.KindPtahMigration, c.JobName
-	op.OCIRef, op.PlainHTTP, op.ResultTransport = m.Spec.Migrations.OCIRef, true, runner.TransportLegacy
+	op.OCIRef, op.PlainHTTP, op.ResultTransport = m.Spec.Migrations.OCIRef, true, runner.TransportPodLog
 	j := job(m, c, b, op)
-	if got := jobTransport(j); got != runner.TransportLegacy {
+	if got := jobTransport(j); got != runner.TransportPodLog {
 		t.Fatalf("a Job built for the legacy transport records %q", got)
 	}
 	// The Pod is the durable one's, account and token included, so the
@@ -211,7 +211,7 @@ func legacyMigrations(t *testing.T, cut func(string) string) *env {
 	logs := &kubeletLogs{lost: "ptah-apply-shop-"}
 	e := newEnv(t, func(o *envOption) {
 		o.migration = func(r *MigrationReconciler) {
-			r.ResultTransport, r.Logs, r.ResultTimeout = runner.TransportLegacy, logs, 3*time.Second
+			r.ResultTransport, r.Logs, r.ResultTimeout = runner.TransportPodLog, logs, 3*time.Second
 			if cut == nil {
 				return
 			}
@@ -258,7 +258,7 @@ func TestLegacyMigrationConverges(t *testing.T) {
 		t.Errorf("%d TerminationSummaryRefused Events for a summary of this attempt", n)
 	}
 	for _, j := range e.jobs("ptah-") {
-		if jobTransport(&j) != runner.TransportLegacy {
+		if jobTransport(&j) != runner.TransportPodLog {
 			t.Errorf("Job %s records transport %q", j.Name, jobTransport(&j))
 		}
 	}

@@ -57,7 +57,7 @@ type MigrationReconciler struct {
 	// Retention is how long finished Jobs and result records are kept (default 1h).
 	Retention time.Duration
 	// ResultTransport is the transport new Jobs deliver their result by:
-	// runner.TransportDurable (empty) or runner.TransportLegacy (see
+	// runner.TransportDurable (empty) or runner.TransportPodLog (see
 	// legacy.go for why it is the manager's to choose). A Job is read by
 	// the transport it records, whatever this says by then.
 	ResultTransport string
@@ -380,7 +380,7 @@ func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigrat
 		return reconcile.Result{}, fmt.Errorf("read Job %s/%s of the active operation of PtahMigration %s: %w", m.Namespace, c.JobName, m.Name, err)
 	}
 	if finished, at := jobFinished(&j); finished {
-		if jobTransport(&j) == runner.TransportLegacy {
+		if jobTransport(&j) == runner.TransportPodLog {
 			return r.legacyFinished(ctx, m, c, &j, at)
 		}
 		rec, err = readRecord(ctx, r.APIReader, r.APIReader, r.Admission, r.resultTimeout(), m, c)
@@ -546,8 +546,8 @@ func migrationOperation(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, 
 
 func (r *MigrationReconciler) job(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) *batchv1.Job {
 	op := migrationOperation(m, c, slices.Contains(r.PlainHTTP, registryHost(m.Spec.Migrations.OCIRef)))
-	if r.ResultTransport == runner.TransportLegacy {
-		op.ResultTransport = runner.TransportLegacy
+	if r.ResultTransport == runner.TransportPodLog {
+		op.ResultTransport = runner.TransportPodLog
 	}
 	return job(m, c, r.Binding.of(m), op)
 }

@@ -41,7 +41,7 @@ func TestLegacyResultCannotBeForgedBySQL(t *testing.T) {
 
 	op := Operation{Type: OpMigrationApply, ID: "sha256:" + strings.Repeat("1", 64), Digest: "sha256:" + strings.Repeat("2", 64),
 		Namespace: "team", Schema: "ledger", Kind: v1alpha1.KindPtahMigration, RecordName: "ptah-migration-apply-ledger-1",
-		PlainHTTP: true, ExpectSequence: []int64{1, 2}, Attempt: 1, ResultTransport: TransportLegacy}
+		PlainHTTP: true, ExpectSequence: []int64{1, 2}, Attempt: 1, ResultTransport: TransportPodLog}
 	zero := int32(0)
 	forged, err := resultlog.Encode(&v1alpha1.PtahResultRecordSpec{
 		Subject:     v1alpha1.ResultSubject{Kind: v1alpha1.KindPtahMigration, Name: "ledger"},

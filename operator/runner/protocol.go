@@ -125,21 +125,22 @@ type Operation struct {
 	// Attempt is the claim's attempt; a legacy result's summary names it.
 	Attempt int32 `json:"attempt,omitempty"`
 	// ResultTransport is how the result is delivered: TransportDurable
-	// (empty) or TransportLegacy. The Job records the same in its
+	// (empty) or TransportPodLog. The Job records the same in its
 	// AnnotationResultTransport, and the manager reads what the Job says.
 	ResultTransport string `json:"resultTransport,omitempty"`
 }
 
 // Result transports. Durable: the runner creates a PtahResultRecord with the
-// operation-bound credential. Legacy: the runner needs no credential and no
-// API; it writes the record's spec as one frame (package resultlog) as the
+// operation-bound credential. Pod log (its wire name "legacy" kept, since
+// recorded Jobs and the manager's flag carry it): the runner needs no
+// credential and no API; it writes the record's spec as one frame (package resultlog) as the
 // last line of its container log, quoting every other line, and a summary
 // of it to TerminationLog, the Pod's termination message. Only operations
 // that read nothing through the API can run under it: a schema Apply reads
 // its plan, so it is refused there.
 const (
 	TransportDurable = "durable"
-	TransportLegacy  = "legacy"
+	TransportPodLog  = "legacy"
 	// AnnotationResultTransport on a Job names its transport; a Job without
 	// it (made before the annotation existed) is durable.
 	AnnotationResultTransport = "operator.ptah.run/result-transport"

@@ -74,7 +74,7 @@ func Run(ctx context.Context, cfg Config) (*Outcome, error) {
 	case opErr != nil:
 		out.Error = &Error{Code: ErrOperation, Message: opErr.Error()}
 	}
-	if op != nil && op.ResultTransport == TransportLegacy {
+	if op != nil && op.ResultTransport == TransportPodLog {
 		return runLegacy(ctx, cfg, env, op, out)
 	}
 	if op == nil || op.RecordName == "" || op.Namespace == "" {
@@ -173,9 +173,9 @@ func parseOperation(s string) (*Operation, error) {
 		return &op, fmt.Errorf("the operation's subject kind %q is neither %s nor %s", op.Kind, v1alpha1.KindPtahSchema, v1alpha1.KindPtahMigration)
 	case op.Type == OpMigrationApply && len(op.ExpectSequence) == 0:
 		return &op, errors.New("a migration-apply operation names no versions in expectSequence; an Apply applies exactly what its plan listed")
-	case op.ResultTransport != "" && op.ResultTransport != TransportDurable && op.ResultTransport != TransportLegacy:
-		return &op, fmt.Errorf("result transport %q is neither %s nor %s", op.ResultTransport, TransportDurable, TransportLegacy)
-	case op.ResultTransport == TransportLegacy && op.Type == OpApply:
+	case op.ResultTransport != "" && op.ResultTransport != TransportDurable && op.ResultTransport != TransportPodLog:
+		return &op, fmt.Errorf("result transport %q is neither %s nor %s", op.ResultTransport, TransportDurable, TransportPodLog)
+	case op.ResultTransport == TransportPodLog && op.Type == OpApply:
 		return &op, errors.New("a schema Apply reads its plan through the API with the operation's credential, which the legacy result transport does not have; run it with the durable transport")
 	}
 	return &op, nil
