@@ -43,7 +43,7 @@ generate: $(CONTROLLER_GEN)
 	@if [ -d operator/api ]; then \
 	  $(CONTROLLER_GEN) object paths=./operator/api/... && \
 	  $(CONTROLLER_GEN) crd paths=./operator/api/... output:crd:artifacts:config=operator/config/crd/bases && \
-	  $(CONTROLLER_GEN) rbac:roleName=ptah-manager paths=./operator/controller/... output:rbac:artifacts:config=operator/config/rbac && \
+	  $(CONTROLLER_GEN) rbac:roleName=ptah-manager paths=./internal/controller/... output:rbac:artifacts:config=operator/config/rbac && \
 	  $(MAKE) --no-print-directory chart-files; \
 	else echo "generate: no API types yet, nothing to generate"; fi
 
@@ -111,8 +111,8 @@ site-deps:
 
 ## unit: the Go tests; the real components' start-up times are printed first
 unit: site-deps
-	$(GO) test -count=1 -v -run 'Test(APIServer|Postgres|Registry)' ./acceptance/testenv/ | grep -E 'testenv:|^(--- |ok|FAIL|PASS)'
-	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /acceptance/testenv$$)
+	$(GO) test -count=1 -v -run 'Test(APIServer|Postgres|Registry)' ./internal/testenv/ | grep -E 'testenv:|^(--- |ok|FAIL|PASS)'
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /internal/testenv$$)
 
 MIGRATE_FUZZ_CHECKS ?= 2000
 .PHONY: migrate-fuzz
@@ -232,7 +232,7 @@ bench-recorder:
 ## bench-reconcile: the manager taking 200 PtahSchemas on 20 databases to InSync through jobsim, one object at a time
 ## and at the default --max-concurrent-reconciles (schemas/s and the manager's memory for each)
 bench-reconcile: envtest
-	$(GO) test ./operator/controller -run '^$$' -bench 'Reconcile200Schemas' -benchtime 1x -count $(or $(COUNT),1) -timeout 40m
+	$(GO) test ./internal/controller -run '^$$' -bench 'Reconcile200Schemas' -benchtime 1x -count $(or $(COUNT),1) -timeout 40m
 
 .PHONY: bench-proof
 ## bench-proof: the Proof's cost: a no-change `ptah schema plan` of 2,000 objects against a database holding them, as a

@@ -45,7 +45,7 @@ func fixture() *recording.Recording {
 	r.Lab.Kind = "v0.33.0"
 	r.Lab.OperatorCommit = "8c7fe187707f0d1e2b3c4d5e6f708192a3b4c5d6"
 	r.Lab.PtahVersion = "v0.6.0"
-	r.OperatorFiles = map[string]string{"operator/controller/schema.go": "3b1f0c2a9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a"}
+	r.OperatorFiles = map[string]string{"internal/controller/schema.go": "3b1f0c2a9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a"}
 	r.Lab.OperatorSource = opsource.Digest(r.OperatorFiles)
 	r.Lab.ExecutorDigest = "sha256:91ec0a6fa27f51c2d8e3f4a5b6c7d8e9f0a1b2c3d4e5f60718293a4b5c6d7e8f"
 	for _, n := range envnames.Published() {

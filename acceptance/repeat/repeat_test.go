@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/recorder/check"
 	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/scenario"

@@ -17,8 +17,8 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/runner"
 )
 
 // TestApproveAndEvents: `kubectl ptah approve` writes the approval of

@@ -9,8 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/runner"
 )
 
 // TestPluginReadsTheKubeconfigsCluster runs the plugin's command line the

@@ -1,6 +1,6 @@
 // Command manager runs the Ptah operator: it reconciles PtahSchemas by
 // running each database operation in a Job. It only wires flags, the scheme
-// and the controller; the behaviour lives in operator/controller.
+// and the controller; the behaviour lives in internal/controller.
 package main
 
 import (
@@ -20,9 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"ptah.run/operator/internal/controller"
+	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/controller"
-	"ptah.run/operator/operator/runner"
 )
 
 func main() {

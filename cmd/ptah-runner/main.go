@@ -1,6 +1,6 @@
 // Command ptah-runner is the entrypoint of the executor image: it runs the
 // one operation its Job describes and delivers the result as a
-// PtahResultRecord. See package ptah.run/operator/operator/runner.
+// PtahResultRecord. See package ptah.run/operator/internal/runner.
 package main
 
 import (
@@ -10,7 +10,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"ptah.run/operator/operator/runner"
+	"ptah.run/operator/internal/runner"
 )
 
 func main() {

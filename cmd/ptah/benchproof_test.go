@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 )
 
 // TestBenchProof is `make bench-proof`: the cost of the Proof, a no-change

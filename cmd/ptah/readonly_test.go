@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"pgregory.net/rapid"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"

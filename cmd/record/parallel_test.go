@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/recorder/opsource"
 	"ptah.run/operator/recorder/runs"
 )

@@ -322,7 +322,7 @@ func (f *faultLab) previousExecutor() (string, error) {
 	if f.oldExecutor != "" {
 		return f.oldExecutor, nil
 	}
-	const file = "operator/runner/protocol.go"
+	const file = "internal/runner/protocol.go"
 	git := func(args ...string) (string, error) {
 		out, err := exec.CommandContext(f.ctx, "git", append([]string{"-C", f.l.Root}, args...)...).Output()
 		return strings.TrimSpace(string(out)), err

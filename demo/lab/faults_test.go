@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"ptah.run/operator/demo/lab/internal/run"
+	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/runner"
 )
 
 // The fault table: each row lands one real fault (the manager SIGKILLed and

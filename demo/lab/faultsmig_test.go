@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"ptah.run/operator/demo/lab/internal/run"
+	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/runner"
 )
 
 // The PtahMigration rows: each fault lands in the middle of a multi-version

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/report"
 )
 

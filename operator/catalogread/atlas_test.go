@@ -9,7 +9,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 )
 
 // TestColumnsQueryReadsIdentitiesAsAtlasWrote: atlas's columns query and

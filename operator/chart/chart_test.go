@@ -10,7 +10,7 @@ import (
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/registry"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/chart"
 )
 

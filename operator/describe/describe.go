@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/runner"
 )
 
 // Formats a plan prints in.

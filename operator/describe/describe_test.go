@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/runner"
+	"ptah.run/operator/internal/testenv"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/describe"
-	"ptah.run/operator/operator/runner"
 )
 
 // CRDs lists the definitions the views read.

@@ -11,7 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/schema"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/database"
 )
 

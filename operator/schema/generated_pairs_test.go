@@ -14,7 +14,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/catalogproof"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"

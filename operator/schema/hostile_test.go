@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"

@@ -8,7 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 )
 
 // leakproofFunction is one generated function declaration: options in an

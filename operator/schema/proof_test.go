@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/catalogproof/proofcases"
 	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/report"

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/report"

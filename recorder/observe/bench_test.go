@@ -9,7 +9,7 @@ import (
 	"github.com/tidwall/gjson"
 	"k8s.io/client-go/dynamic"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 )
 
 // BenchmarkAwaitLatency measures the time from a status update on the API

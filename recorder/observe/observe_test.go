@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 )
 
 var widgets = schema.GroupVersionResource{Group: "test.ptah.run", Version: "v1", Resource: "widgets"}

@@ -21,6 +21,9 @@ import (
 // out: they change no byte the lab runs.
 var Paths = []string{
 	"operator",
+	"internal/controller",
+	"internal/runner",
+	"internal/resultlog",
 	"cmd/manager",
 	"cmd/ptah",
 	"cmd/ptah-runner",
@@ -87,7 +90,7 @@ func Digest(files map[string]string) string {
 }
 
 // Changes names what differs from was to now, one line per file, sorted:
-// "changed operator/controller/x.go", "added ...", "removed ...".
+// "changed internal/controller/x.go", "added ...", "removed ...".
 func Changes(was, now map[string]string) []string {
 	var out []string
 	for _, name := range sorted(now) {

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"ptah.run/operator/acceptance/testenv"
+	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/recorder/credential"
 	"ptah.run/operator/recorder/execute"
 	"ptah.run/operator/recorder/observe"

@@ -1,0 +1,94 @@
+package controller
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"ptah.run/operator/internal/runner"
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/devdb"
+)
+
+// DefaultDevDatabaseImage is the dev database sidecar's image when the
+// manager's --dev-database-image names none.
+const DefaultDevDatabaseImage = "ptah-dev-database:15"
+
+// Pod layout of the dev database sidecar: its socket is in an emptyDir it
+// shares with the runner and nothing else; its data in one of its own. It
+// has no TCP listener.
+const (
+	devContainer    = "dev-database"
+	devSocketVolume = "dev-socket"
+	devDataVolume   = "dev-data"
+	devSocketDir    = "/run/ptah-dev"
+	devDataDir      = "/var/lib/ptah-dev"
+)
+
+// loadsDesired says whether operation t loads desired SQL, so needs a dev
+// database: Apply executes a plan and needs none.
+func loadsDesired(t v1alpha1.OperationType) bool {
+	switch t {
+	case v1alpha1.OperationObserve, v1alpha1.OperationPlan, v1alpha1.OperationProof:
+		return true
+	}
+	return false
+}
+
+// withDevDatabase gives j the dev database of claim c: the URL the owner's
+// Secret holds, or else a throwaway PostgreSQL as a native sidecar (an init
+// container that keeps running) which the runner starts after, once it
+// accepts connections.
+func (r *SchemaReconciler) withDevDatabase(j *batchv1.Job, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
+	if !loadsDesired(c.Type) {
+		return
+	}
+	pod := &j.Spec.Template.Spec
+	run := &pod.Containers[0]
+	dev := s.Spec.Execution.DevDatabase
+	if dev != nil && dev.URLFrom != nil {
+		run.Env = append(run.Env, corev1.EnvVar{Name: runner.EnvDevURL, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: dev.URLFrom.Name}, Key: dev.URLFrom.Key,
+		}}})
+		return
+	}
+	image := r.DevDatabaseImage
+	if image == "" {
+		image = DefaultDevDatabaseImage
+	}
+	if dev != nil && dev.Image != "" {
+		image = dev.Image
+	}
+	run.Env = append(run.Env, corev1.EnvVar{Name: runner.EnvDevURL, Value: devdb.SocketURL(devSocketDir)})
+	run.VolumeMounts = append(run.VolumeMounts, corev1.VolumeMount{Name: devSocketVolume, MountPath: devSocketDir})
+	sidecar := corev1.Container{
+		Name:            devContainer,
+		Image:           image,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		RestartPolicy:   ptr.To(corev1.ContainerRestartPolicyAlways),
+		Command:         []string{"/bin/sh", "-c", devdb.Script, "ptah-dev-database"},
+		Env: []corev1.EnvVar{
+			{Name: "PGDATA", Value: devDataDir + "/data"},
+			{Name: "PTAH_DEV_SOCKET_DIR", Value: devSocketDir},
+		},
+		SecurityContext: run.SecurityContext.DeepCopy(),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: devSocketVolume, MountPath: devSocketDir},
+			{Name: devDataVolume, MountPath: devDataDir},
+		},
+		StartupProbe: &corev1.Probe{
+			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+				Command: []string{"pg_isready", "-q", "-h", devSocketDir, "-U", devdb.Role, "-d", "postgres"},
+			}},
+			PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 120,
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+	}
+	if dev != nil && dev.Resources != nil {
+		sidecar.Resources = *dev.Resources
+	}
+	pod.InitContainers = append(pod.InitContainers, sidecar)
+	pod.Volumes = append(pod.Volumes,
+		corev1.Volume{Name: devSocketVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		corev1.Volume{Name: devDataVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+}

@@ -1,0 +1,710 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"ptah.run/operator/internal/runner"
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/report"
+)
+
+// defaultMaxAttempts bounds how many attempts of one operation a migration
+// makes in a row before it reports OperationFailed and waits for its
+// interval.
+const defaultMaxAttempts = 3
+
+// defaultLockTimeout is spec.policy.lockTimeout's default, for objects
+// written before it existed.
+const defaultLockTimeout = 30 * time.Second
+
+// MigrationReconciler keeps PtahMigrations applied, in order and each
+// version exactly once, with the claim, Job, credential and record
+// machinery PtahSchema uses. It never reads a Secret.
+//
+// The pipeline: the artifact is pinned by digest (admission refuses a tag
+// alone), so Resolve is the digest itself and every Job's pull checks the
+// content against it; Observe reads the history and verifies the checksums
+// of what is applied; the plan is computed from that reading and published
+// as an immutable PtahMigrationPlan; the policy gate; one Apply Job, which
+// runs `ptah migrations up` under the database's advisory lock; a read-only
+// Observe as proof.
+type MigrationReconciler struct {
+	Client ctrl.Client
+	// APIReader reads past the cache, where a stale read would lose a result.
+	APIReader ctrl.Reader
+	Events    eventSink
+	Binding   Binding
+	// PlainHTTP lists registry hosts spoken to over plain HTTP.
+	PlainHTTP []string
+	// ResultTimeout bounds each read of a result record, and how long a
+	// completed Job's record may take to arrive (default 15s).
+	ResultTimeout time.Duration
+	// MaxAttempts bounds the attempts of one operation in a row (default 3).
+	MaxAttempts int32
+	// Retention is how long finished Jobs and result records are kept (default 1h).
+	Retention time.Duration
+	// ResultTransport is the transport new Jobs deliver their result by:
+	// runner.TransportDurable (empty) or runner.TransportPodLog (see
+	// legacy.go for why it is the manager's to choose). A Job is read by
+	// the transport it records, whatever this says by then.
+	ResultTransport string
+	// Logs reads a legacy Job's Pod log.
+	Logs PodLogs
+	// Admission proves record admission is enforcing in a migration's
+	// namespace; the PtahSchema reconciler consults the same one.
+	Admission *RecordAdmission
+
+	// refusals remembers the Pod-creation refusals and foreign records
+	// already reported.
+	refusals uidSet
+	// swept remembers the migrations whose finished operations' credentials
+	// this manager has revoked (sweepCredentials).
+	swept uidSet
+}
+
+// Reconcile reads the migration, keeps the record of an unresolved run,
+// retires evidence its spec or binding no longer supports, then follows the
+// active operation or decides the next one.
+func (r *MigrationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var m v1alpha1.PtahMigration
+	if err := r.Client.Get(ctx, req.NamespacedName, &m); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetMigration(req.Namespace, req.Name)
+		}
+		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
+	}
+	var res reconcile.Result
+	var err error
+	if !m.DeletionTimestamp.IsZero() {
+		res, err = r.deleting(ctx, &m)
+	} else {
+		res, err = r.migrationPipeline(ctx, &m)
+	}
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{Requeue: true}, nil // someone wrote first: read again
+	}
+	return res, err
+}
+
+func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
+	if restored, err := r.restore(ctx, m); restored || err != nil {
+		return reconcile.Result{Requeue: err == nil}, err
+	}
+	if err := r.keepMetadata(ctx, m); err != nil {
+		return reconcile.Result{}, err
+	}
+	// No record's stamp means anything while record admission is not
+	// enforcing here: nothing starts and nothing is consumed until it is; a
+	// running Apply runs on, holding the database's advisory lock itself.
+	if p := r.Admission.Problem(ctx, m.Namespace); p != "" {
+		if holdForAdmission(m, p) {
+			if err := r.save(ctx, m); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{RequeueAfter: r.Admission.interval()}, nil
+	}
+	if admissionLapsed(m) {
+		if err := admissionRestored(ctx, r.Client, r.APIReader, r.Events, m); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{Requeue: true}, r.save(ctx, m)
+	}
+	// A dispatched Apply runs to its end: spec edits (suspend included),
+	// binding changes and restarts wait for its result.
+	if running, err := applyRunning(ctx, r.APIReader, m, m.Status.ActiveOperation); running || err != nil {
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		return r.follow(ctx, m)
+	}
+	if restarted, err := r.retire(ctx, m); restarted || err != nil {
+		return reconcile.Result{Requeue: err == nil}, err
+	}
+	// An acknowledgment settles an unresolved run even while a reading
+	// waits for its retry; the reading is claimed anew.
+	if m.Status.UnresolvedRun != nil {
+		if settled, err := r.acknowledged(ctx, m); settled || err != nil {
+			return reconcile.Result{Requeue: err == nil}, err
+		}
+	}
+	if m.Status.ActiveOperation != nil {
+		return r.follow(ctx, m)
+	}
+	if m.Spec.Suspend {
+		return r.hold(ctx, m)
+	}
+	return r.rest(ctx, m)
+}
+
+// outdated reports whether the spec or the execution binding changed since
+// the active claim was made.
+func (r *MigrationReconciler) outdated(m *v1alpha1.PtahMigration) bool {
+	b := r.Binding.of(m)
+	return m.Status.ObservedGeneration != m.Generation || m.Status.ExecutionBinding != nil && *m.Status.ExecutionBinding != b
+}
+
+// retire starts again from Resolve when the spec changed or the execution
+// binding did: a migration discards its operation claim.
+func (r *MigrationReconciler) retire(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	b := r.Binding.of(m)
+	old := m.Status.ExecutionBinding
+	rebound := old != nil && *old != b
+	if !rebound && m.Status.ObservedGeneration == m.Generation && old != nil {
+		return false, nil
+	}
+	if rebound {
+		claim := "it held no operation claim"
+		if c := m.Status.ActiveOperation; c != nil {
+			claim = fmt.Sprintf("its %s claim %s is discarded", c.Type, c.JobName)
+		}
+		warning(r.Events, m, v1alpha1.EventExecutionBindingChanged, "Retire",
+			"execution binding changed from %s to %s: %s, and the migration history is read again",
+			describeBinding(*old), describeBinding(b), claim)
+	}
+	if rebound || m.Status.ObservedGeneration != m.Generation {
+		m.Status.Plan = nil
+		if conditionIs(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval) {
+			setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "the plan awaiting approval was retired; a new one will be computed")
+		}
+	}
+	if m.Status.ObservedGeneration != m.Generation {
+		setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionUnknown, v1alpha1.ReasonProgressing, "reading the migration history for this generation")
+		setCondition(m, v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonProgressing, "reading the migration history for this generation")
+	}
+	r.discard(ctx, m)
+	m.Status.ExecutionBinding = &b
+	m.Status.ObservedGeneration = m.Generation
+	m.Status.NextReconciliationTime = nil
+	r.resolve(m)
+	if m.Status.UnresolvedRun != nil {
+		setUnresolvedCondition(m)
+	}
+	if m.Spec.Suspend {
+		return true, r.suspend(ctx, m)
+	}
+	setCondition(m, v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonNotSuspended, "spec.suspend is false")
+	m.Status.Phase = v1alpha1.PhasePending
+	return true, r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+}
+
+// resolve takes the artifact digest from the spec, which admission only
+// accepts pinned by digest; each Job's pull checks the content against it.
+// There is no verification policy for migrations, so none applies.
+func (r *MigrationReconciler) resolve(m *v1alpha1.PtahMigration) {
+	ref := m.Spec.Migrations.OCIRef
+	digest := ref[strings.LastIndex(ref, "@")+1:]
+	if m.Status.Source == nil || m.Status.Source.ResolvedDigest != digest {
+		m.Status.Source = &v1alpha1.Source{ResolvedDigest: digest}
+	}
+	setCondition(m, v1alpha1.ConditionArtifactResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved, fmt.Sprintf("%s is pinned by digest %s", ref, digest))
+	setCondition(m, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy, "a migrations artifact has no verification policy; every pull checks its content against the digest")
+}
+
+// artifactRefused records on the artifact's conditions a reading that
+// failed pulling the artifact, before ptah reached the database: a digest
+// the registry does not hold or a registry that refuses the credentials
+// (ArtifactResolved), an artifact of another type or whose files do not
+// match its ptah.sum (ArtifactVerified). It reports whether rec is such
+// a failure: one that carries no reading of the history, so ptah stopped
+// before the database. The registry's answers are told from the
+// database's, which share the codes auth and connection, by naming the
+// registry host.
+func (r *MigrationReconciler) artifactRefused(m *v1alpha1.PtahMigration, rec *v1alpha1.PtahResultRecord) bool {
+	child := rec.Spec.ChildError
+	if child == nil || rec.Spec.Result != nil && rec.Spec.Result.Migrations != nil {
+		return false
+	}
+	host := registryHost(m.Spec.Migrations.OCIRef)
+	cond, reason := v1alpha1.ConditionArtifactResolved, v1alpha1.ReasonResolveFailed
+	switch report.Code(child.Code) {
+	case report.NotFound:
+	case report.ArtifactType, report.ChecksumMismatch:
+		cond, reason = v1alpha1.ConditionArtifactVerified, v1alpha1.ReasonVerificationRefused
+	case report.Auth, report.Connection:
+		if !strings.Contains(child.Message, " on "+host+"/") && !strings.Contains(child.Message, "registry "+host) {
+			return false
+		}
+	default:
+		return false
+	}
+	msg := fmt.Sprintf("pulling %s failed before the database was read: %s: %s", m.Spec.Migrations.OCIRef, child.Code, bound(child.Message, maxCause))
+	setCondition(m, cond, metav1.ConditionFalse, reason, msg)
+	setCondition(m, v1alpha1.ConditionReady, metav1.ConditionFalse, reason, msg)
+	return true
+}
+
+// discard drops the active claim: its Job (if dispatched), its credential,
+// and the approval an Apply claim consumed. It is never called for a
+// dispatched Apply (see applyRunning).
+func (r *MigrationReconciler) discard(ctx context.Context, m *v1alpha1.PtahMigration) {
+	c := m.Status.ActiveOperation
+	if c == nil {
+		return
+	}
+	r.deleteJob(ctx, m, c)
+	r.revoke(ctx, m, c)
+	r.ended(m, c, "discarded")
+	if c.Type == v1alpha1.OperationApply {
+		r.returnApproval(ctx, m, c)
+		setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, "the Apply claim was retired before its Job was created: its inputs changed")
+	}
+	m.Status.ActiveOperation = nil
+}
+
+// deleteJob deletes the Job of a discarded read-only claim. When the
+// deletion cannot be made, the Job is left to the deadline it carries: it
+// changes nothing, and its record, under the old claim's name, is never
+// consumed.
+func (r *MigrationReconciler) deleteJob(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) {
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: m.Namespace}}
+	err := r.Client.Delete(ctx, j, ctrl.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err == nil || apierrors.IsNotFound(err) {
+		return
+	}
+	deadline := "no deadline of its own (spec.execution.deadline is not set), so it runs until it ends"
+	if d := m.Spec.Execution.Deadline; d != nil {
+		deadline = "its own deadline of " + d.Duration.String()
+	}
+	warning(r.Events, m, v1alpha1.EventMigrationJobCleanupDeferred, "Cleanup",
+		"the cleanup of %s Job %s, whose claim was discarded, could not be scheduled (%v); the Job keeps %s, and its owner reference removes it with the migration",
+		c.Type, c.JobName, err, deadline)
+}
+
+func (r *MigrationReconciler) suspend(ctx context.Context, m *v1alpha1.PtahMigration) error {
+	m.Status.Phase = v1alpha1.PhaseSuspended
+	setCondition(m, v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec, "spec.suspend is true: no operation starts")
+	return r.save(ctx, m)
+}
+
+func (r *MigrationReconciler) hold(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
+	if m.Status.Phase == v1alpha1.PhaseSuspended && conditionIs(m, v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec) {
+		return reconcile.Result{}, nil
+	}
+	return reconcile.Result{}, r.suspend(ctx, m)
+}
+
+// rest is where a migration with no operation waits: for an approval, an
+// acknowledgment, or its interval to read the history again.
+func (r *MigrationReconciler) rest(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
+	r.prune(ctx, m)
+	if m.Status.Phase == v1alpha1.PhaseAwaitingApproval && m.Status.UnresolvedRun == nil {
+		return r.awaitApproval(ctx, m)
+	}
+	if next := m.Status.NextReconciliationTime; next != nil {
+		if wait := next.Sub(r.clock()); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	return reconcile.Result{Requeue: true}, r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+}
+
+// claim writes the claim for the next operation to status before anything
+// is created for it, then dispatches it unless it waits until at.
+func (r *MigrationReconciler) claim(ctx context.Context, m *v1alpha1.PtahMigration, typ v1alpha1.OperationType, attempt int32, at time.Time) error {
+	return r.claimOp(ctx, m, r.newClaim(m, typ, attempt), at)
+}
+
+func (r *MigrationReconciler) newClaim(m *v1alpha1.PtahMigration, typ v1alpha1.OperationType, attempt int32) *v1alpha1.ActiveOperation {
+	var resolved, plan string
+	if m.Status.Source != nil {
+		resolved = m.Status.Source.ResolvedDigest
+	}
+	if m.Status.Plan != nil {
+		plan = m.Status.Plan.Fingerprint
+	}
+	return subjectClaim(m, m.Spec, resolved, plan, typ, attempt, r.Binding.of(m), r.clock())
+}
+
+func (r *MigrationReconciler) claimOp(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, at time.Time) error {
+	if err := r.writeClaim(ctx, m, c, at); err != nil {
+		return err
+	}
+	if !at.IsZero() {
+		return nil
+	}
+	_, err := r.dispatch(ctx, m)
+	return err
+}
+
+func (r *MigrationReconciler) writeClaim(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, at time.Time) error {
+	m.Status.ActiveOperation = c
+	c.PodTemplateDigest = r.templateDigest(m, c)
+	m.Status.NextReconciliationTime = nil
+	if !at.IsZero() {
+		m.Status.NextReconciliationTime = &metav1.Time{Time: at}
+	}
+	return r.save(ctx, m)
+}
+
+// follow resumes the active claim: consume its result, create its Job if it
+// has none yet, or wait for the Job.
+func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
+	c := m.Status.ActiveOperation
+	rec, err := readRecord(ctx, r.Client, r.APIReader, r.Admission, r.resultTimeout(), m, c)
+	if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
+		return r.foreign(ctx, m, c, bad)
+	}
+	if err != nil {
+		return r.readFailed(ctx, m, c, err)
+	}
+	if rec != nil {
+		return r.consume(ctx, m, c, rec)
+	}
+	var j batchv1.Job
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, &j)
+	if apierrors.IsNotFound(err) && c.JobUID != "" {
+		// The cache may lag the Job's creation: only the API server may say it is gone.
+		err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, &j)
+		if apierrors.IsNotFound(err) {
+			return r.vanished(ctx, m, c)
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return r.dispatch(ctx, m)
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("read Job %s/%s of the active operation of PtahMigration %s: %w", m.Namespace, c.JobName, m.Name, err)
+	}
+	if finished, at := jobFinished(&j); finished {
+		if jobTransport(&j) == runner.TransportPodLog {
+			return r.legacyFinished(ctx, m, c, &j, at)
+		}
+		rec, err = readRecord(ctx, r.APIReader, r.APIReader, r.Admission, r.resultTimeout(), m, c)
+		if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
+			return r.foreign(ctx, m, c, bad)
+		}
+		if err != nil {
+			return r.readFailed(ctx, m, c, err)
+		}
+		if rec != nil {
+			return r.consume(ctx, m, c, rec)
+		}
+		return r.noResult(ctx, m, c, &j, at)
+	}
+	if m.Status.Phase != phaseOf(c.Type) {
+		m.Status.Phase = phaseOf(c.Type)
+		if err := r.save(ctx, m); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if j.Status.Active > 0 || j.Status.Ready != nil && *j.Status.Ready > 0 {
+		return reconcile.Result{}, nil
+	}
+	reportPodRefusals(ctx, r.APIReader, r.Events, m, c, &j, &r.refusals)
+	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
+}
+
+// dispatch creates the claim's credential and Job, unless the claim waits.
+func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
+	c := m.Status.ActiveOperation
+	if next := m.Status.NextReconciliationTime; next != nil {
+		if wait := next.Sub(r.clock()); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	if m.Spec.Suspend {
+		return r.hold(ctx, m)
+	}
+	if current, err := r.snapshot(ctx, m, c); !current || err != nil {
+		return reconcile.Result{Requeue: err == nil}, err
+	}
+	if c.Type == v1alpha1.OperationApply {
+		if ok, err := r.applyInputs(ctx, m, c); !ok || err != nil {
+			return reconcile.Result{Requeue: err == nil && m.Status.ActiveOperation != nil}, err
+		}
+		// The finalizer is on before the Job exists: a deletion then waits
+		// for the Apply to end rather than have its Job collected.
+		if err := r.keepMetadata(ctx, m); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if err := issueCredential(ctx, r.Client, m, c); err != nil {
+		warning(r.Events, m, v1alpha1.EventResultCredentialFailed, "IssueCredential",
+			"issuing the result credential %s for %s operation %s failed, retrying in %s: %v", credentialName(c), c.Type, c.JobName, credentialRetry, err)
+		return reconcile.Result{RequeueAfter: credentialRetry}, nil
+	}
+	if c.Type == v1alpha1.OperationApply {
+		if current, err := r.specCurrent(ctx, m); !current || err != nil {
+			return reconcile.Result{Requeue: err == nil}, err
+		}
+	}
+	j := r.job(m, c)
+	err := r.Client.Create(ctx, j)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		// A manager before this one created it: this is a resume, not a start.
+		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, j); err != nil {
+			return reconcile.Result{}, fmt.Errorf("read Job %s/%s for the %s operation of PtahMigration %s: %w", m.Namespace, c.JobName, c.Type, m.Name, err)
+		}
+	case err != nil:
+		return reconcile.Result{}, fmt.Errorf("create Job %s/%s for the %s operation of PtahMigration %s: %w", m.Namespace, c.JobName, c.Type, m.Name, err)
+	default:
+		normal(r.Events, m, v1alpha1.EventOperationStarted, "Dispatch", "%s Job %s started", c.Type, c.JobName)
+		jobsCreated.WithLabelValues(m.Namespace, v1alpha1.KindPtahMigration, string(c.Type)).Inc()
+	}
+	c.JobUID = string(j.UID)
+	now := metav1.Time{Time: r.clock()}
+	m.Status.Phase = phaseOf(c.Type)
+	m.Status.LastAttemptTime = &now
+	m.Status.NextReconciliationTime = nil
+	if c.Type == v1alpha1.OperationApply {
+		setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionTrue, v1alpha1.ReasonApprovedPlan,
+			fmt.Sprintf("applying plan %s (versions %s), attempt %d", migrationPlanRef(m), versionList(planVersions(m)), c.Attempt))
+	}
+	return reconcile.Result{}, r.save(ctx, m)
+}
+
+// specCurrent reports whether the spec the API server holds is the
+// generation the claim was decided under (status.observedGeneration; a
+// metadata patch may have brought m a newer generation number without its
+// spec). It is asked last before an Apply Job is created: an edit made
+// since the spec was read (policy Never, suspend, a new target) must stop
+// the Apply before it exists; the next reconcile reads the edit and
+// retires the claim.
+func (r *MigrationReconciler) specCurrent(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	var now v1alpha1.PtahMigration
+	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: m.Name}, &now); err != nil {
+		return false, fmt.Errorf("read PtahMigration %s/%s before creating its Apply Job: %w", m.Namespace, m.Name, err)
+	}
+	return now.Generation == m.Status.ObservedGeneration, nil
+}
+
+// snapshot is the admission snapshot check of the schema reconciler's
+// snapshot: a template that changed is taken once, with an Event; one that
+// changes again retires the claim.
+func (r *MigrationReconciler) snapshot(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) (bool, error) {
+	d := r.templateDigest(m, c)
+	switch {
+	case c.PodTemplateDigest == d:
+		return true, nil
+	case c.PodTemplateDigest == "":
+		c.PodTemplateDigest = d
+		return true, nil
+	case !c.SnapshotRefreshed:
+		normal(r.Events, m, v1alpha1.EventAdmissionSnapshotRefreshed, "Dispatch",
+			"the Pod template of %s Job %s differs from the one its claim recorded (%s, now %s), usually because a new manager release took over; the claim stands and its admission snapshot is refreshed once",
+			c.Type, c.JobName, c.PodTemplateDigest, d)
+		c.PodTemplateDigest, c.SnapshotRefreshed = d, true
+		return true, r.save(ctx, m)
+	}
+	log.FromContext(ctx).Info("the Pod template changed again after its admission snapshot was refreshed; the claim is retired and the operation claimed anew",
+		"job", c.JobName, "recorded", c.PodTemplateDigest, "now", d)
+	r.revoke(ctx, m, c)
+	next := r.newClaim(m, c.Type, c.Attempt)
+	next.Approval = c.Approval
+	return false, r.claimOp(ctx, m, next, time.Time{})
+}
+
+// migrationOperation is what the runner is told to do for claim c.
+func migrationOperation(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, plainHTTP bool) runner.Operation {
+	op := runner.Operation{
+		Type:       runner.OpMigrationObserve,
+		ID:         c.ID,
+		Digest:     c.CoordinationDigest,
+		Namespace:  m.Namespace,
+		Schema:     m.Name,
+		SchemaUID:  string(m.UID),
+		Kind:       v1alpha1.KindPtahMigration,
+		RecordName: c.JobName,
+		OCIRef:     m.Spec.Migrations.OCIRef,
+		PlainHTTP:  plainHTTP,
+	}
+	if m.Status.Source != nil && m.Status.Source.ResolvedDigest != "" {
+		op.OCIRef = pinned(m.Spec.Migrations.OCIRef, m.Status.Source.ResolvedDigest)
+	}
+	lockTimeout := durationOr(m.Spec.Policy.LockTimeout, defaultLockTimeout).String()
+	switch {
+	case c.Type == v1alpha1.OperationApply:
+		op.Type = runner.OpMigrationApply
+		op.ExpectSequence = planVersions(m)
+		op.TargetVersion = targetVersion(m)
+		op.LockTimeout = lockTimeout
+	case m.Status.UnresolvedRun != nil:
+		// The reading that may settle an unresolved run waits for the
+		// writer lock: a run whose Job is gone may still be committing.
+		op.LockTimeout = lockTimeout
+	}
+	if ct := m.Spec.Execution.ConnectTimeout; ct != nil {
+		op.ConnectTimeout = ct.Duration.String()
+	}
+	return op
+}
+
+func (r *MigrationReconciler) job(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) *batchv1.Job {
+	op := migrationOperation(m, c, slices.Contains(r.PlainHTTP, registryHost(m.Spec.Migrations.OCIRef)))
+	if r.ResultTransport == runner.TransportPodLog {
+		op.ResultTransport = runner.TransportPodLog
+	}
+	return job(m, c, r.Binding.of(m), op)
+}
+
+func (r *MigrationReconciler) templateDigest(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) string {
+	return "sha256:" + hexDigest(r.job(m, c).Spec.Template)
+}
+
+// foreign refuses a record that is not the operation's result, once per
+// record. A running Apply runs to its end and its outcome is then
+// unresolved; any other operation is claimed again under a new name.
+func (r *MigrationReconciler) foreign(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, bad *foreignRecord) (reconcile.Result, error) {
+	if r.refusals.add(bad.rec.UID) {
+		warning(r.Events, m, v1alpha1.EventResultReadFailed, "ReadResult",
+			"%s operation %s: %v; it is not consumed", c.Type, c.JobName, bad)
+	}
+	if c.Type == v1alpha1.OperationApply && c.JobUID != "" {
+		var j batchv1.Job
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, &j)
+		if apierrors.IsNotFound(err) {
+			return r.vanished(ctx, m, c)
+		}
+		if err != nil {
+			return reconcile.Result{}, fmt.Errorf("read Job %s/%s of the active Apply of PtahMigration %s: %w", m.Namespace, c.JobName, m.Name, err)
+		}
+		if finished, _ := jobFinished(&j); finished {
+			return r.uncertain(ctx, m, c, fmt.Sprintf("Apply Job %s ended, and the record under its name is not its result", c.JobName))
+		}
+		return reconcile.Result{RequeueAfter: resultReadRetry}, nil
+	}
+	r.deleteJob(ctx, m, c)
+	r.revoke(ctx, m, c)
+	if bad.unstamped {
+		setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, "result_unstamped: "+bad.Error())
+	}
+	next := r.newClaim(m, c.Type, c.Attempt)
+	next.Approval = c.Approval
+	return reconcile.Result{RequeueAfter: resultReadRetry}, r.claimOp(ctx, m, next, r.clock().Add(resultReadRetry))
+}
+
+func (r *MigrationReconciler) readFailed(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, err error) (reconcile.Result, error) {
+	if (errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)) && ctx.Err() == nil {
+		warning(r.Events, m, v1alpha1.EventResultReadTimedOut, "ReadResult",
+			"reading the PtahResultRecord of %s operation %s exceeded its time bound of %s, retrying in %s", c.Type, c.JobName, r.resultTimeout(), resultReadRetry)
+		return reconcile.Result{RequeueAfter: resultReadRetry}, nil
+	}
+	warning(r.Events, m, v1alpha1.EventResultReadFailed, "ReadResult",
+		"reading the result of %s operation %s failed, retrying in %s: %v", c.Type, c.JobName, resultReadRetry, err)
+	return reconcile.Result{RequeueAfter: resultReadRetry}, nil
+}
+
+// vanished settles a dispatched claim whose Job is gone with no record.
+func (r *MigrationReconciler) vanished(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) (reconcile.Result, error) {
+	msg := fmt.Sprintf("Job %s was deleted before it delivered a result record", c.JobName)
+	if c.Type == v1alpha1.OperationApply {
+		return r.uncertain(ctx, m, c, msg)
+	}
+	return r.failed(ctx, m, c, failure{code: "job_deleted", message: msg})
+}
+
+// noResult settles a finished Job that delivered no record.
+func (r *MigrationReconciler) noResult(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished time.Time) (reconcile.Result, error) {
+	failed := jobFailed(j)
+	if failed == nil {
+		if wait := finished.Add(r.resultTimeout()).Sub(r.clock()); wait > 0 {
+			return reconcile.Result{RequeueAfter: wait}, nil
+		}
+	}
+	why := ""
+	if failed != nil {
+		why = undelivered(ctx, r.APIReader, j)
+	}
+	if why != "" {
+		next := "the operation is tried again"
+		if c.Type == v1alpha1.OperationApply {
+			next = "the run is recorded as unresolved until a reading or a person settles it"
+		}
+		warning(r.Events, m, v1alpha1.EventResultReadFailed, "ReadResult",
+			"%s operation %s has no result to read: %s; %s. Check the Job's result transport: the runner's way to the API server and its permission to create the record", c.Type, c.JobName, why, next)
+	}
+	if c.Type == v1alpha1.OperationApply {
+		msg := fmt.Sprintf("Apply Job %s ended with no result record", c.JobName)
+		if why != "" {
+			msg += " (" + why + ")"
+		}
+		return r.uncertain(ctx, m, c, msg)
+	}
+	if why != "" {
+		return r.failed(ctx, m, c, failure{code: "result_undelivered", message: fmt.Sprintf("Job %s failed: %s", c.JobName, why), quiet: true})
+	}
+	if failed != nil {
+		return r.failed(ctx, m, c, failure{code: "job_failed", message: fmt.Sprintf("Job %s failed (%s): %s", c.JobName, failed.Reason, failed.Message)})
+	}
+	warning(r.Events, m, v1alpha1.EventResultReadTimedOut, "ReadResult",
+		"no PtahResultRecord %s arrived within %s of its Job completing; the %s operation is tried again", c.JobName, r.resultTimeout(), c.Type)
+	return r.failed(ctx, m, c, failure{code: "result_read_timeout", message: fmt.Sprintf("Job %s completed but no result record arrived within %s", c.JobName, r.resultTimeout()), quiet: true})
+}
+
+func (r *MigrationReconciler) save(ctx context.Context, m *v1alpha1.PtahMigration) error {
+	migrationHealth(m)
+	if err := r.Client.Status().Update(ctx, m); err != nil {
+		return fmt.Errorf("write status of PtahMigration %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	publishMigrationState(m)
+	return nil
+}
+
+func (r *MigrationReconciler) clock() time.Time { return time.Now() }
+
+func (r *MigrationReconciler) resultTimeout() time.Duration {
+	if r.ResultTimeout > 0 {
+		return r.ResultTimeout
+	}
+	return defaultResultBound
+}
+
+func (r *MigrationReconciler) maxAttempts() int32 {
+	if r.MaxAttempts > 0 {
+		return r.MaxAttempts
+	}
+	return defaultMaxAttempts
+}
+
+func (r *MigrationReconciler) interval(m *v1alpha1.PtahMigration) time.Time {
+	return r.clock().Add(durationOr(m.Spec.Interval, defaultInterval))
+}
+
+func migrationPlanRef(m *v1alpha1.PtahMigration) string {
+	if m.Status.Plan == nil {
+		return "(none)"
+	}
+	return m.Status.Plan.Name
+}
+
+func planVersions(m *v1alpha1.PtahMigration) []int64 {
+	if m.Status.Plan == nil {
+		return []int64{}
+	}
+	return m.Status.Plan.Versions
+}
+
+// targetVersion is spec.targetVersion as a number, 0 for latest.
+func targetVersion(m *v1alpha1.PtahMigration) int64 {
+	var v int64
+	if m.Spec.TargetVersion != "" && m.Spec.TargetVersion != v1alpha1.TargetVersionLatest {
+		fmt.Sscan(m.Spec.TargetVersion, &v)
+	}
+	return v
+}
+
+func versionList(vs []int64) string {
+	if len(vs) == 0 {
+		return "none"
+	}
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = fmt.Sprint(v)
+	}
+	return strings.Join(s, ",")
+}
