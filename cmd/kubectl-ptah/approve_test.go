@@ -60,7 +60,7 @@ func TestApproveAndEvents(t *testing.T) {
 		s := &v1alpha1.PtahSchema{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team"}, Spec: v1alpha1.PtahSchemaSpec{
 			Target: v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: "db", Key: "url"}}, Desired: v1alpha1.Desired{OCIRef: "oci://r.example/" + name + ":v1"}}}
 		must(c.Create(ctx, s))
-		s.Status = v1alpha1.PtahSchemaStatus{Phase: phase, Plan: p}
+		s.Status = v1alpha1.PtahSchemaStatus{OperationStatus: v1alpha1.OperationStatus{Phase: phase}, Plan: p}
 		must(c.Status().Update(ctx, s))
 	}
 	orders := plan("orders")

@@ -30,7 +30,7 @@ func TestPluginReadsTheKubeconfigsCluster(t *testing.T) {
 	s := &v1alpha1.PtahSchema{ObjectMeta: metav1.ObjectMeta{Name: "orders", Namespace: "team"}, Spec: v1alpha1.PtahSchemaSpec{
 		Target: v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: "db", Key: "url"}}, Desired: v1alpha1.Desired{OCIRef: "oci://r.example/orders:v1"}}}
 	must(c.Create(ctx, s))
-	s.Status = v1alpha1.PtahSchemaStatus{Phase: v1alpha1.PhaseAwaitingApproval, Plan: &v1alpha1.PlanSummary{Name: "orders-1", Fingerprint: r.Digest, Digest: r.Digest, Statements: 1}}
+	s.Status = v1alpha1.PtahSchemaStatus{OperationStatus: v1alpha1.OperationStatus{Phase: v1alpha1.PhaseAwaitingApproval}, Plan: &v1alpha1.PlanSummary{Name: "orders-1", Fingerprint: r.Digest, Digest: r.Digest, Statements: 1}}
 	must(c.Status().Update(ctx, s))
 	t.Setenv("KUBECONFIG", api.Kubeconfig)
 

@@ -34,12 +34,13 @@ func TestPluginShowsMigrations(t *testing.T) {
 	m := &v1alpha1.PtahMigration{ObjectMeta: metav1.ObjectMeta{Name: "ledger", Namespace: "team"}, Spec: v1alpha1.PtahMigrationSpec{
 		Target: v1alpha1.Target{URLFrom: v1alpha1.SecretKeyRef{Name: "db", Key: "url"}}, Migrations: v1alpha1.MigrationsSource{OCIRef: "oci://r.example/ledger@" + sum}}}
 	must(c.Create(ctx, m))
-	m.Status = v1alpha1.PtahMigrationStatus{Phase: v1alpha1.PhaseObserving, AppliedVersion: 2,
+	m.Status = v1alpha1.PtahMigrationStatus{AppliedVersion: 2,
 		Plan: &v1alpha1.MigrationPlanSummary{Name: "ledger-1", Fingerprint: "f1", Versions: []int64{3, 4}},
 		UnresolvedRun: &v1alpha1.UnresolvedRun{Operation: "sha256:abcdef0123456789", JobName: "ptah-migration-apply-ledger-1", Attempt: 1,
 			FromVersion: 2, Versions: []int64{3, 4}, Reason: "Apply Job ended with no result record", Database: "Secret db key url"},
-		Conditions: []metav1.Condition{{Type: v1alpha1.ConditionUnresolvedRun, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunOutcomeUnknown,
-			Message: "an Apply ended without establishing what it committed", LastTransitionTime: metav1.Now(), ObservedGeneration: 1}}}
+		OperationStatus: v1alpha1.OperationStatus{Phase: v1alpha1.PhaseObserving,
+			Conditions: []metav1.Condition{{Type: v1alpha1.ConditionUnresolvedRun, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonRunOutcomeUnknown,
+				Message: "an Apply ended without establishing what it committed", LastTransitionTime: metav1.Now(), ObservedGeneration: 1}}}}
 	must(c.Status().Update(ctx, m))
 	t.Setenv("KUBECONFIG", api.Kubeconfig)
 

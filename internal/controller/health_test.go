@@ -258,7 +258,7 @@ func TestBlockedMigrationHasAReasonOfItsOwn(t *testing.T) {
 			{Type: v1alpha1.ConditionPlanReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonAppliedMigrationModified},
 		}, v1alpha1.ReasonAppliedMigrationModified},
 	} {
-		m := &v1alpha1.PtahMigration{Status: v1alpha1.PtahMigrationStatus{Phase: v1alpha1.PhaseBlocked, Conditions: tc.conditions}}
+		m := &v1alpha1.PtahMigration{Status: v1alpha1.PtahMigrationStatus{OperationStatus: v1alpha1.OperationStatus{Phase: v1alpha1.PhaseBlocked, Conditions: tc.conditions}}}
 		migrationHealth(m)
 		if c := meta.FindStatusCondition(m.Status.Conditions, v1alpha1.ConditionStalled); c == nil || c.Status != metav1.ConditionTrue || c.Reason != tc.want {
 			t.Errorf("%s: Stalled %+v, want True (%s)", tc.name, c, tc.want)

@@ -30,47 +30,51 @@ const (
 	defaultPlanHistory = 10
 )
 
-func (r *SchemaReconciler) retention() time.Duration {
-	if r.Retention > 0 {
-		return r.Retention
+// prune deletes the finished Jobs and the result records of s's ended
+// operations once they are older than the retention, and plans nothing
+// names any more past the history kept. The active claim's Job and record
+// are never touched.
+func (r *SchemaReconciler) prune(ctx context.Context, s *v1alpha1.PtahSchema) {
+	if cutoff, ok := r.engine.prune(ctx, s); ok {
+		r.prunePlans(ctx, s, cutoff)
 	}
-	return defaultRetention
 }
 
 // prune deletes the finished Jobs and the result records of s's ended
-// operations once they are older than the retention. The active claim's
-// Job and record are never touched.
-func (r *SchemaReconciler) prune(ctx context.Context, s *v1alpha1.PtahSchema) {
+// operations once they are older than the retention (the cutoff it
+// returns, with whether it listed them all), and sweeps s's credentials.
+// The active claim's Job and record are never touched.
+func (e *engine) prune(ctx context.Context, s subject) (time.Time, bool) {
 	active := ""
-	if c := s.Status.ActiveOperation; c != nil {
+	if c := s.Operation().ActiveOperation; c != nil {
 		active = c.JobName
 	}
-	cutoff := r.clock().Add(-r.retention())
-	mine := ctrl.MatchingLabels{runner.LabelSchema: s.Name}
+	cutoff := e.clock().Add(-e.retention())
+	mine := ctrl.MatchingLabels{subjectLabel(s): s.GetName()}
 	var jobs batchv1.JobList
-	if err := r.Client.List(ctx, &jobs, ctrl.InNamespace(s.Namespace), mine, ctrl.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
+	if err := e.Client.List(ctx, &jobs, ctrl.InNamespace(s.GetNamespace()), mine, ctrl.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
 		log.FromContext(ctx).Error(err, "list finished Jobs to prune; they are pruned at the next operation")
-		return
+		return cutoff, false
 	}
-	sweepCredentials(ctx, r.APIReader, r.Client, s, s.Status.ActiveOperation, &r.swept)
+	e.sweep(ctx, s)
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
 		if done, at := jobFinished(j); done && j.Name != active && at.Before(cutoff) && metav1.IsControlledBy(j, s) {
-			r.delete(ctx, j)
+			e.delete(ctx, j)
 		}
 	}
 	var recs v1alpha1.PtahResultRecordList
-	if err := r.Client.List(ctx, &recs, ctrl.InNamespace(s.Namespace), mine); err != nil {
+	if err := e.Client.List(ctx, &recs, ctrl.InNamespace(s.GetNamespace()), mine); err != nil {
 		log.FromContext(ctx).Error(err, "list result records to prune; they are pruned at the next operation")
-		return
+		return cutoff, false
 	}
 	for i := range recs.Items {
 		rec := &recs.Items[i]
-		if rec.Name != active && rec.Spec.Subject.Kind == v1alpha1.KindPtahSchema && rec.Spec.Subject.Name == s.Name && rec.CreationTimestamp.Time.Before(cutoff) {
-			r.delete(ctx, rec)
+		if rec.Name != active && rec.Spec.Subject.Kind == s.SubjectKind() && rec.Spec.Subject.Name == s.GetName() && rec.CreationTimestamp.Time.Before(cutoff) {
+			e.delete(ctx, rec)
 		}
 	}
-	r.prunePlans(ctx, s, cutoff)
+	return cutoff, true
 }
 
 func (r *SchemaReconciler) planHistory() int {
@@ -126,8 +130,8 @@ func (r *SchemaReconciler) prunePlans(ctx context.Context, s *v1alpha1.PtahSchem
 	}
 }
 
-func (r *SchemaReconciler) delete(ctx context.Context, o ctrl.Object) {
-	if err := r.Client.Delete(ctx, o, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
+func (e *engine) delete(ctx context.Context, o ctrl.Object) {
+	if err := e.Client.Delete(ctx, o, ctrl.PropagationPolicy(metav1.DeletePropagationBackground)); ctrl.IgnoreNotFound(err) != nil {
 		log.FromContext(ctx).Error(err, "prune a finished operation's object; it is pruned at the next operation", "name", o.GetName())
 	}
 }

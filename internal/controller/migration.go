@@ -42,20 +42,9 @@ const defaultLockTimeout = 30 * time.Second
 // runs `ptah migrations up` under the database's advisory lock; a read-only
 // Observe as proof.
 type MigrationReconciler struct {
-	Client ctrl.Client
-	// APIReader reads past the cache, where a stale read would lose a result.
-	APIReader ctrl.Reader
-	Events    eventSink
-	Binding   Binding
-	// PlainHTTP lists registry hosts spoken to over plain HTTP.
-	PlainHTTP []string
-	// ResultTimeout bounds each read of a result record, and how long a
-	// completed Job's record may take to arrive (default 15s).
-	ResultTimeout time.Duration
+	engine
 	// MaxAttempts bounds the attempts of one operation in a row (default 3).
 	MaxAttempts int32
-	// Retention is how long finished Jobs and result records are kept (default 1h).
-	Retention time.Duration
 	// ResultTransport is the transport new Jobs deliver their result by:
 	// runner.TransportDurable (empty) or runner.TransportPodLog (see
 	// legacy.go for why it is the manager's to choose). A Job is read by
@@ -63,16 +52,6 @@ type MigrationReconciler struct {
 	ResultTransport string
 	// Logs reads a legacy Job's Pod log.
 	Logs PodLogs
-	// Admission proves record admission is enforcing in a migration's
-	// namespace; the PtahSchema reconciler consults the same one.
-	Admission *RecordAdmission
-
-	// refusals remembers the Pod-creation refusals and foreign records
-	// already reported.
-	refusals uidSet
-	// swept remembers the migrations whose finished operations' credentials
-	// this manager has revoked (sweepCredentials).
-	swept uidSet
 }
 
 // Reconcile reads the migration, keeps the record of an unresolved run,
@@ -285,13 +264,12 @@ func (r *MigrationReconciler) deleteJob(ctx context.Context, m *v1alpha1.PtahMig
 }
 
 func (r *MigrationReconciler) suspend(ctx context.Context, m *v1alpha1.PtahMigration) error {
-	m.Status.Phase = v1alpha1.PhaseSuspended
-	setCondition(m, v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec, "spec.suspend is true: no operation starts")
+	markSuspended(m)
 	return r.save(ctx, m)
 }
 
 func (r *MigrationReconciler) hold(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
-	if m.Status.Phase == v1alpha1.PhaseSuspended && conditionIs(m, v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec) {
+	if suspended(m) {
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, r.suspend(ctx, m)
@@ -304,10 +282,8 @@ func (r *MigrationReconciler) rest(ctx context.Context, m *v1alpha1.PtahMigratio
 	if m.Status.Phase == v1alpha1.PhaseAwaitingApproval && m.Status.UnresolvedRun == nil {
 		return r.awaitApproval(ctx, m)
 	}
-	if next := m.Status.NextReconciliationTime; next != nil {
-		if wait := next.Sub(r.clock()); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
+	if wait := r.untilNext(m); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	return reconcile.Result{Requeue: true}, r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
 }
@@ -341,12 +317,7 @@ func (r *MigrationReconciler) claimOp(ctx context.Context, m *v1alpha1.PtahMigra
 }
 
 func (r *MigrationReconciler) writeClaim(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, at time.Time) error {
-	m.Status.ActiveOperation = c
-	c.PodTemplateDigest = r.templateDigest(m, c)
-	m.Status.NextReconciliationTime = nil
-	if !at.IsZero() {
-		m.Status.NextReconciliationTime = &metav1.Time{Time: at}
-	}
+	setClaim(m, c, r.templateDigest(m, c), at)
 	return r.save(ctx, m)
 }
 
@@ -653,15 +624,6 @@ func (r *MigrationReconciler) save(ctx context.Context, m *v1alpha1.PtahMigratio
 	}
 	publishMigrationState(m)
 	return nil
-}
-
-func (r *MigrationReconciler) clock() time.Time { return time.Now() }
-
-func (r *MigrationReconciler) resultTimeout() time.Duration {
-	if r.ResultTimeout > 0 {
-		return r.ResultTimeout
-	}
-	return defaultResultBound
 }
 
 func (r *MigrationReconciler) maxAttempts() int32 {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,13 +24,7 @@ import (
 
 // NewMigration builds the PtahMigration reconciler from a manager's clients.
 func NewMigration(mgr ctrl.Manager, b Binding, plainHTTP []string) *MigrationReconciler {
-	return &MigrationReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Events:    mgr.GetEventRecorder(Name),
-		Binding:   b,
-		PlainHTTP: plainHTTP,
-	}
+	return &MigrationReconciler{engine: newEngine(mgr, b, plainHTTP)}
 }
 
 // SetupWithManager reconciles a migration when its spec changes, when it is
@@ -88,52 +80,12 @@ func migrationRecordSubject(_ context.Context, o client.Object) []reconcile.Requ
 	return named(rec.Namespace, rec.Spec.Subject.Name)
 }
 
-func (r *MigrationReconciler) retention() time.Duration {
-	if r.Retention > 0 {
-		return r.Retention
-	}
-	return defaultRetention
-}
-
 // prune deletes the finished Jobs and the result records of m's ended
-// operations once they are older than the retention. The active claim's
-// Job and record are never touched. Plans stay: each is one reading's
-// pending set, and a migration publishes one per change of its history.
+// operations once they are older than the retention. Plans stay: each is
+// one reading's pending set, and a migration publishes one per change of
+// its history.
 func (r *MigrationReconciler) prune(ctx context.Context, m *v1alpha1.PtahMigration) {
-	active := ""
-	if c := m.Status.ActiveOperation; c != nil {
-		active = c.JobName
-	}
-	cutoff := r.clock().Add(-r.retention())
-	mine := client.MatchingLabels{runner.LabelMigration: m.Name}
-	del := func(o client.Object) {
-		if err := r.Client.Delete(ctx, o, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-			log.FromContext(ctx).Error(err, "prune a finished operation's object; it is pruned at the next operation", "name", o.GetName())
-		}
-	}
-	var jobs batchv1.JobList
-	if err := r.Client.List(ctx, &jobs, client.InNamespace(m.Namespace), mine, client.MatchingLabels{LabelManagedBy: ManagedBy}); err != nil {
-		log.FromContext(ctx).Error(err, "list finished Jobs to prune; they are pruned at the next operation")
-		return
-	}
-	sweepCredentials(ctx, r.APIReader, r.Client, m, m.Status.ActiveOperation, &r.swept)
-	for i := range jobs.Items {
-		j := &jobs.Items[i]
-		if done, at := jobFinished(j); done && j.Name != active && at.Before(cutoff) && metav1.IsControlledBy(j, m) {
-			del(j)
-		}
-	}
-	var recs v1alpha1.PtahResultRecordList
-	if err := r.Client.List(ctx, &recs, client.InNamespace(m.Namespace), mine); err != nil {
-		log.FromContext(ctx).Error(err, "list result records to prune; they are pruned at the next operation")
-		return
-	}
-	for i := range recs.Items {
-		rec := &recs.Items[i]
-		if rec.Name != active && rec.Spec.Subject.Kind == v1alpha1.KindPtahMigration && rec.Spec.Subject.Name == m.Name && rec.CreationTimestamp.Time.Before(cutoff) {
-			del(rec)
-		}
-	}
+	r.engine.prune(ctx, m)
 }
 
 // migrationHealth derives the kstatus conditions, as health does for a

@@ -32,35 +32,15 @@ const (
 // SchemaReconciler keeps PtahSchemas where their owners declared them, one
 // Job per operation. It never reads a Secret.
 type SchemaReconciler struct {
-	Client ctrl.Client
-	// APIReader reads past the cache, where a stale read would lose a result.
-	APIReader ctrl.Reader
-	Events    eventSink
-	Binding   Binding
-	// PlainHTTP lists registry hosts spoken to over plain HTTP.
-	PlainHTTP []string
-	// ResultTimeout bounds each read of a result record, and how long a
-	// completed Job's record may take to arrive (default 15s).
-	ResultTimeout time.Duration
+	engine
 	// LeaseDuration is how long the database lease holds unrenewed (default 1m).
 	LeaseDuration time.Duration
-	// Retention is how long finished Jobs and result records are kept (default 1h).
-	Retention time.Duration
 	// PlanHistory is how many plans nothing names any more are kept per
 	// schema, newest first, past the retention (default 10).
 	PlanHistory int
 	// DevDatabaseImage is the dev database sidecar's image (default
 	// DefaultDevDatabaseImage); spec.execution.devDatabase overrides it.
 	DevDatabaseImage string
-	// Admission proves record admission is enforcing in a schema's
-	// namespace; the PtahMigration reconciler consults the same one.
-	Admission *RecordAdmission
-
-	// refusals remembers the Pod-creation refusals already reported.
-	refusals uidSet
-	// swept remembers the schemas whose finished operations' credentials
-	// this manager has revoked (sweepCredentials).
-	swept uidSet
 }
 
 // Reconcile reads the schema, retires evidence its spec or binding no longer
@@ -225,13 +205,12 @@ func (r *SchemaReconciler) deleteJob(ctx context.Context, s *v1alpha1.PtahSchema
 
 // suspend records that spec.suspend holds every new operation.
 func (r *SchemaReconciler) suspend(ctx context.Context, s *v1alpha1.PtahSchema) error {
-	s.Status.Phase = v1alpha1.PhaseSuspended
-	setCondition(s, v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec, "spec.suspend is true: no operation starts")
+	markSuspended(s)
 	return r.save(ctx, s)
 }
 
 func (r *SchemaReconciler) hold(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
-	if s.Status.Phase == v1alpha1.PhaseSuspended && conditionIs(s, v1alpha1.ConditionSuspended, metav1.ConditionTrue, v1alpha1.ReasonSuspendedBySpec) {
+	if suspended(s) {
 		return reconcile.Result{}, nil
 	}
 	return reconcile.Result{}, r.suspend(ctx, s)
@@ -252,10 +231,8 @@ func (r *SchemaReconciler) rest(ctx context.Context, s *v1alpha1.PtahSchema) (re
 	case v1alpha1.PhaseAwaitingApproval:
 		return r.awaitApproval(ctx, s)
 	}
-	if next := s.Status.NextReconciliationTime; next != nil {
-		if wait := next.Sub(r.clock()); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
+	if wait := r.untilNext(s); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
 	}
 	_, err := r.claim(ctx, s, v1alpha1.OperationResolve, 1, time.Time{})
 	return reconcile.Result{Requeue: true}, err
@@ -282,16 +259,8 @@ func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, 
 
 // writeClaim records c as the active claim, to be dispatched at at (now when zero).
 func (r *SchemaReconciler) writeClaim(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) error {
-	s.Status.ActiveOperation = c
-	c.PodTemplateDigest = r.templateDigest(s, c)
-	s.Status.NextReconciliationTime = nil
-	if !at.IsZero() {
-		s.Status.NextReconciliationTime = &metav1.Time{Time: at}
-	}
-	if err := r.save(ctx, s); err != nil {
-		return err
-	}
-	return nil
+	setClaim(s, c, r.templateDigest(s, c), at)
+	return r.save(ctx, s)
 }
 
 // follow resumes the active claim: consume its result, create its Job if it
@@ -735,15 +704,6 @@ func (r *SchemaReconciler) save(ctx context.Context, s *v1alpha1.PtahSchema) err
 	}
 	publishSchemaState(s)
 	return nil
-}
-
-func (r *SchemaReconciler) clock() time.Time { return time.Now() }
-
-func (r *SchemaReconciler) resultTimeout() time.Duration {
-	if r.ResultTimeout > 0 {
-		return r.ResultTimeout
-	}
-	return defaultResultBound
 }
 
 func planRef(s *v1alpha1.PtahSchema) string {

@@ -448,21 +448,8 @@ func issueCredential(ctx context.Context, cl ctrl.Client, s subject, c *v1alpha1
 	return nil
 }
 
-// revoke deletes the operation's credential, which invalidates its token.
-// revoke deletes the ended operation c's credential and has the next prune
-// sweep s's credentials again: a create whose answer was lost (an API server
-// restart) leaves one that no claim names.
-func (r *SchemaReconciler) revoke(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
-	revokeCredential(ctx, r.Client, s, c)
-	r.swept.remove(s.GetUID())
-}
-
-// revoke is SchemaReconciler.revoke for a migration.
-func (r *MigrationReconciler) revoke(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) {
-	revokeCredential(ctx, r.Client, m, c)
-	r.swept.remove(m.GetUID())
-}
-
+// revokeCredential deletes the operation's credential, which invalidates
+// its token.
 func revokeCredential(ctx context.Context, cl ctrl.Client, s subject, c *v1alpha1.ActiveOperation) {
 	sa, role, rb := credential(s, c)
 	objs := []ctrl.Object{rb, role}

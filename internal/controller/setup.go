@@ -25,13 +25,7 @@ const Name = "ptah-operator"
 
 // New builds the PtahSchema reconciler from a manager's clients.
 func New(mgr ctrl.Manager, b Binding, plainHTTP []string) *SchemaReconciler {
-	return &SchemaReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Events:    mgr.GetEventRecorder(Name),
-		Binding:   b,
-		PlainHTTP: plainHTTP,
-	}
+	return &SchemaReconciler{engine: newEngine(mgr, b, plainHTTP)}
 }
 
 // CacheOptions keeps only the Jobs and Pods of this manager's operations in

@@ -30,7 +30,7 @@ func printerColumns(t *testing.T, cfg *rest.Config, c client.Client) {
 	cond := func(typ string, status metav1.ConditionStatus, reason string) metav1.Condition {
 		return metav1.Condition{Type: typ, Status: status, Reason: reason, Message: reason, LastTransitionTime: now, ObservedGeneration: s.Generation}
 	}
-	s.Status = v1alpha1.PtahSchemaStatus{
+	s.Status = v1alpha1.PtahSchemaStatus{OperationStatus: v1alpha1.OperationStatus{
 		ObservedGeneration: s.Generation,
 		Phase:              v1alpha1.PhaseAwaitingApproval,
 		Source:             &v1alpha1.Source{ResolvedDigest: digest, Verified: true},
@@ -40,7 +40,7 @@ func printerColumns(t *testing.T, cfg *rest.Config, c client.Client) {
 			cond(v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending),
 			cond(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonAwaitingApproval),
 		},
-	}
+	}}
 	if err := c.Status().Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}

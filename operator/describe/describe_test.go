@@ -97,7 +97,7 @@ func StartFixture(t *testing.T) (*testenv.APIServer, *fixture) {
 	}
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	next := metav1.NewTime(now.Add(4 * time.Minute))
-	s.Status = v1alpha1.PtahSchemaStatus{
+	s.Status = v1alpha1.PtahSchemaStatus{OperationStatus: v1alpha1.OperationStatus{
 		ObservedGeneration: s.Generation,
 		Phase:              v1alpha1.PhaseBlocked,
 		Conditions: []metav1.Condition{
@@ -105,10 +105,11 @@ func StartFixture(t *testing.T) (*testenv.APIServer, *fixture) {
 			{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonChangesPending, Message: "plan orders-current has changes", ObservedGeneration: s.Generation, LastTransitionTime: now},
 		},
 		Source:                 &v1alpha1.Source{ResolvedDigest: "sha256:" + strings.Repeat("a", 64), Verified: true},
-		Plan:                   &v1alpha1.PlanSummary{Name: f.current.Name, Fingerprint: f.current.Spec.Fingerprint, Digest: f.current.Spec.Digest, Destructive: true, Statements: 2},
-		Applied:                &v1alpha1.Applied{ArtifactDigest: "sha256:" + strings.Repeat("b", 64), PlanFingerprint: f.appliedPl.Spec.Fingerprint},
 		LastAttemptTime:        &now,
 		NextReconciliationTime: &next,
+	},
+		Plan:    &v1alpha1.PlanSummary{Name: f.current.Name, Fingerprint: f.current.Spec.Fingerprint, Digest: f.current.Spec.Digest, Destructive: true, Statements: 2},
+		Applied: &v1alpha1.Applied{ArtifactDigest: "sha256:" + strings.Repeat("b", 64), PlanFingerprint: f.appliedPl.Spec.Fingerprint},
 	}
 	if err := c.Status().Update(ctx, s); err != nil {
 		t.Fatalf("write ptahschema status: %v", err)

@@ -142,36 +142,15 @@ type MigrationPlanSummary struct {
 
 // PtahMigrationStatus is what the operator last established.
 type PtahMigrationStatus struct {
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// +optional
-	Phase Phase `json:"phase,omitempty"`
-	// +listType=map
-	// +listMapKey=type
-	// +patchStrategy=merge
-	// +patchMergeKey=type
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+	OperationStatus `json:",inline"`
 	// AppliedVersion is the highest version the database's history shows
 	// applied, as last read; 0 when none.
 	// +optional
 	AppliedVersion int64 `json:"appliedVersion,omitempty"`
 	// +optional
-	ActiveOperation *ActiveOperation `json:"activeOperation,omitempty"`
-	// +optional
-	Source *Source `json:"source,omitempty"`
-	// +optional
 	Plan *MigrationPlanSummary `json:"plan,omitempty"`
 	// +optional
 	UnresolvedRun *UnresolvedRun `json:"unresolvedRun,omitempty"`
-	// +optional
-	LastAttemptTime *metav1.Time `json:"lastAttemptTime,omitempty"`
-	// +optional
-	NextReconciliationTime *metav1.Time `json:"nextReconciliationTime,omitempty"`
-	// +optional
-	ExecutionBinding *ExecutionBinding `json:"executionBinding,omitempty"`
-	// +optional
-	LastFailure *Failure `json:"lastFailure,omitempty"`
 }
 
 // PtahMigration keeps one database's versioned migrations applied, in order

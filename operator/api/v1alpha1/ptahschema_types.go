@@ -387,32 +387,11 @@ type Failure struct {
 
 // PtahSchemaStatus is what the operator last established.
 type PtahSchemaStatus struct {
-	// +optional
-	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
-	// +optional
-	Phase Phase `json:"phase,omitempty"`
-	// +listType=map
-	// +listMapKey=type
-	// +patchStrategy=merge
-	// +patchMergeKey=type
-	// +optional
-	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
-	// +optional
-	ActiveOperation *ActiveOperation `json:"activeOperation,omitempty"`
-	// +optional
-	Source *Source `json:"source,omitempty"`
+	OperationStatus `json:",inline"`
 	// +optional
 	Plan *PlanSummary `json:"plan,omitempty"`
 	// +optional
 	Applied *Applied `json:"applied,omitempty"`
-	// +optional
-	LastAttemptTime *metav1.Time `json:"lastAttemptTime,omitempty"`
-	// +optional
-	NextReconciliationTime *metav1.Time `json:"nextReconciliationTime,omitempty"`
-	// +optional
-	ExecutionBinding *ExecutionBinding `json:"executionBinding,omitempty"`
-	// +optional
-	LastFailure *Failure `json:"lastFailure,omitempty"`
 }
 
 // PtahSchema keeps one database's schema where its owner declared it.

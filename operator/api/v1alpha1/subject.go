@@ -35,3 +35,9 @@ func (s *PtahSchema) SubjectConditions() *[]metav1.Condition { return &s.Status.
 
 // SubjectConditions are the status conditions.
 func (s *PtahMigration) SubjectConditions() *[]metav1.Condition { return &s.Status.Conditions }
+
+// Operation is the status both kinds keep of their operations.
+func (s *PtahSchema) Operation() *OperationStatus { return &s.Status.OperationStatus }
+
+// Operation is the status both kinds keep of their operations.
+func (s *PtahMigration) Operation() *OperationStatus { return &s.Status.OperationStatus }
