@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -321,51 +320,19 @@ func (r *MigrationReconciler) writeClaim(ctx context.Context, m *v1alpha1.PtahMi
 	return r.save(ctx, m)
 }
 
-// follow resumes the active claim: consume its result, create its Job if it
-// has none yet, or wait for the Job.
+// follow resumes the active claim (the engine's follow).
 func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
-	c := m.Status.ActiveOperation
-	rec, err := readRecord(ctx, r.Client, r.APIReader, r.Admission, r.resultTimeout(), m, c)
-	if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
-		return r.foreign(ctx, m, c, bad)
-	}
-	if err != nil {
-		return r.readFailed(ctx, m, c, err)
-	}
-	if rec != nil {
-		return r.consume(ctx, m, c, rec)
-	}
-	var j batchv1.Job
-	err = r.Client.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, &j)
-	if apierrors.IsNotFound(err) && c.JobUID != "" {
-		// The cache may lag the Job's creation: only the API server may say it is gone.
-		err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, &j)
-		if apierrors.IsNotFound(err) {
-			return r.vanished(ctx, m, c)
-		}
-	}
-	if apierrors.IsNotFound(err) {
-		return r.dispatch(ctx, m)
-	}
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("read Job %s/%s of the active operation of PtahMigration %s: %w", m.Namespace, c.JobName, m.Name, err)
-	}
-	if finished, at := jobFinished(&j); finished {
-		if jobTransport(&j) == runner.TransportPodLog {
-			return r.legacyFinished(ctx, m, c, &j, at)
-		}
-		rec, err = readRecord(ctx, r.APIReader, r.APIReader, r.Admission, r.resultTimeout(), m, c)
-		if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
-			return r.foreign(ctx, m, c, bad)
-		}
-		if err != nil {
-			return r.readFailed(ctx, m, c, err)
-		}
-		if rec != nil {
-			return r.consume(ctx, m, c, rec)
-		}
-		return r.noResult(ctx, m, c, &j, at)
-	}
+	return follow(ctx, &r.engine, r, m)
+}
+
+// accept consumes the operation's result record.
+func (r *MigrationReconciler) accept(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (reconcile.Result, error) {
+	return r.consume(ctx, m, c, rec)
+}
+
+// running shows the operation's phase while its Job runs, and reports the
+// Pod's admission refusals.
+func (r *MigrationReconciler) running(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, j *batchv1.Job) (reconcile.Result, error) {
 	if m.Status.Phase != phaseOf(c.Type) {
 		m.Status.Phase = phaseOf(c.Type)
 		if err := r.save(ctx, m); err != nil {
@@ -375,7 +342,7 @@ func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigrat
 	if j.Status.Active > 0 || j.Status.Ready != nil && *j.Status.Ready > 0 {
 		return reconcile.Result{}, nil
 	}
-	reportPodRefusals(ctx, r.APIReader, r.Events, m, c, &j, &r.refusals)
+	reportPodRefusals(ctx, r.APIReader, r.Events, m, c, j, &r.refusals)
 	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
 }
 
@@ -560,14 +527,7 @@ func (r *MigrationReconciler) foreign(ctx context.Context, m *v1alpha1.PtahMigra
 }
 
 func (r *MigrationReconciler) readFailed(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, err error) (reconcile.Result, error) {
-	if (errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)) && ctx.Err() == nil {
-		warning(r.Events, m, v1alpha1.EventResultReadTimedOut, "ReadResult",
-			"reading the PtahResultRecord of %s operation %s exceeded its time bound of %s, retrying in %s", c.Type, c.JobName, r.resultTimeout(), resultReadRetry)
-		return reconcile.Result{RequeueAfter: resultReadRetry}, nil
-	}
-	warning(r.Events, m, v1alpha1.EventResultReadFailed, "ReadResult",
-		"reading the result of %s operation %s failed, retrying in %s: %v", c.Type, c.JobName, resultReadRetry, err)
-	return reconcile.Result{RequeueAfter: resultReadRetry}, nil
+	return r.engine.readFailed(ctx, m, string(c.Type), c, err)
 }
 
 // vanished settles a dispatched claim whose Job is gone with no record.
@@ -579,42 +539,12 @@ func (r *MigrationReconciler) vanished(ctx context.Context, m *v1alpha1.PtahMigr
 	return r.failed(ctx, m, c, failure{code: "job_deleted", message: msg})
 }
 
-// noResult settles a finished Job that delivered no record.
+// noResult settles a finished Job that delivered no record; an Apply's run
+// is recorded as unresolved.
 func (r *MigrationReconciler) noResult(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished time.Time) (reconcile.Result, error) {
-	failed := jobFailed(j)
-	if failed == nil {
-		if wait := finished.Add(r.resultTimeout()).Sub(r.clock()); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-	}
-	why := ""
-	if failed != nil {
-		why = undelivered(ctx, r.APIReader, j)
-	}
-	if why != "" {
-		next := "the operation is tried again"
-		if c.Type == v1alpha1.OperationApply {
-			next = "the run is recorded as unresolved until a reading or a person settles it"
-		}
-		warning(r.Events, m, v1alpha1.EventResultReadFailed, "ReadResult",
-			"%s operation %s has no result to read: %s; %s. Check the Job's result transport: the runner's way to the API server and its permission to create the record", c.Type, c.JobName, why, next)
-	}
-	if c.Type == v1alpha1.OperationApply {
-		msg := fmt.Sprintf("Apply Job %s ended with no result record", c.JobName)
-		if why != "" {
-			msg += " (" + why + ")"
-		}
-		return r.uncertain(ctx, m, c, msg)
-	}
-	if why != "" {
-		return r.failed(ctx, m, c, failure{code: "result_undelivered", message: fmt.Sprintf("Job %s failed: %s", c.JobName, why), quiet: true})
-	}
-	if failed != nil {
-		return r.failed(ctx, m, c, failure{code: "job_failed", message: fmt.Sprintf("Job %s failed (%s): %s", c.JobName, failed.Reason, failed.Message)})
-	}
-	warning(r.Events, m, v1alpha1.EventResultReadTimedOut, "ReadResult",
-		"no PtahResultRecord %s arrived within %s of its Job completing; the %s operation is tried again", c.JobName, r.resultTimeout(), c.Type)
-	return r.failed(ctx, m, c, failure{code: "result_read_timeout", message: fmt.Sprintf("Job %s completed but no result record arrived within %s", c.JobName, r.resultTimeout()), quiet: true})
+	return r.engine.noResult(ctx, m, string(c.Type), "the run is recorded as unresolved until a reading or a person settles it", c, j, finished,
+		func(msg string) (reconcile.Result, error) { return r.uncertain(ctx, m, c, msg) },
+		func(f failure) (reconcile.Result, error) { return r.failed(ctx, m, c, f) })
 }
 
 func (r *MigrationReconciler) save(ctx context.Context, m *v1alpha1.PtahMigration) error {

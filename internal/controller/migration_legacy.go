@@ -13,11 +13,11 @@ import (
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
 
-// legacyFinished settles a finished Job of the legacy result transport:
+// podLogFinished settles a finished Job of the Pod-log result transport:
 // its result is read from its Pod's log, or an Apply's from its Pod's
 // termination summary (readLegacy says when). An Apply established by
 // neither is recorded as unresolved; a reading is run again.
-func (r *MigrationReconciler) legacyFinished(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished time.Time) (reconcile.Result, error) {
+func (r *MigrationReconciler) podLogFinished(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished time.Time) (reconcile.Result, error) {
 	rec, lr, err := jobResult(ctx, r.APIReader, r.APIReader, r.Admission, r.Logs, r.resultTimeout(), m, c, j, finished, r.clock())
 	if err != nil {
 		if (errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)) && ctx.Err() == nil {

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -263,50 +262,14 @@ func (r *SchemaReconciler) writeClaim(ctx context.Context, s *v1alpha1.PtahSchem
 	return r.save(ctx, s)
 }
 
-// follow resumes the active claim: consume its result, create its Job if it
-// has none yet, or wait for the Job.
+// follow resumes the active claim (the engine's follow).
 func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
-	c := s.Status.ActiveOperation
-	rec, err := r.record(ctx, r.Client, s, c)
-	if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
-		return r.foreign(ctx, s, c, bad)
-	}
-	if err != nil {
-		return r.readFailed(ctx, s, c, err)
-	}
-	if rec != nil {
-		return r.accept(ctx, s, c, rec)
-	}
-	var j batchv1.Job
-	err = r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &j)
-	if apierrors.IsNotFound(err) && c.JobUID != "" {
-		// The cache may lag the Job's creation: only the API server may say it is gone.
-		err = r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, &j)
-		if apierrors.IsNotFound(err) {
-			return r.vanished(ctx, s, c)
-		}
-	}
-	if apierrors.IsNotFound(err) {
-		return r.dispatch(ctx, s)
-	}
-	if err != nil {
-		return reconcile.Result{}, fmt.Errorf("read Job %s/%s of the active operation: %w", s.Namespace, c.JobName, err)
-	}
-	if finished, at := jobFinished(&j); finished {
-		// The cache may not hold a record the runner wrote just before it
-		// exited: ask the API server before deciding there is none.
-		rec, err = r.record(ctx, r.APIReader, s, c)
-		if bad := (*foreignRecord)(nil); errors.As(err, &bad) {
-			return r.foreign(ctx, s, c, bad)
-		}
-		if err != nil {
-			return r.readFailed(ctx, s, c, err)
-		}
-		if rec != nil {
-			return r.accept(ctx, s, c, rec)
-		}
-		return r.noResult(ctx, s, c, &j, at)
-	}
+	return follow(ctx, &r.engine, r, s)
+}
+
+// running keeps a guarded operation's database lease while its Job runs,
+// and reports the Pod's admission refusals.
+func (r *SchemaReconciler) running(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, j *batchv1.Job) (reconcile.Result, error) {
 	if guarded(c.Type) {
 		lost, err := r.renew(ctx, s, c)
 		if err != nil {
@@ -323,13 +286,13 @@ func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (
 			r.deleteJob(ctx, s, c)
 			return r.leaseLost(ctx, s, c, lost)
 		}
-		res, err := r.podAdmission(ctx, s, c, &j)
+		res, err := r.podAdmission(ctx, s, c, j)
 		if renew := r.leaseDuration() / 3; res.RequeueAfter == 0 || res.RequeueAfter > renew {
 			res.RequeueAfter = renew
 		}
 		return res, err
 	}
-	return r.podAdmission(ctx, s, c, &j)
+	return r.podAdmission(ctx, s, c, j)
 }
 
 // accept consumes rec unless it was produced without continuous ownership
@@ -444,16 +407,12 @@ func (f *foreignRecord) Error() string {
 	return fmt.Sprintf("PtahResultRecord %s/%s is not this operation's result: %s", f.rec.Namespace, f.rec.Name, f.why)
 }
 
-// record is the active claim's PtahResultRecord, or nil while there is none.
-// A record is the operation's result only when it echoes the claim and was
-// created, as admission stamped it, by the operation's own account from a
-// Pod of the claim's Job; any other is a *foreignRecord, never consumed.
-func (r *SchemaReconciler) record(ctx context.Context, rd ctrl.Reader, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
-	return readRecord(ctx, rd, r.APIReader, r.Admission, r.resultTimeout(), s, c)
-}
-
-// readRecord is record for either kind: rd reads the record (the cache or
-// the API server), api the Pod its stamp names, within timeout. A record
+// readRecord is the active claim c's PtahResultRecord, or nil while there
+// is none. A record is the operation's result only when it echoes the claim
+// and was created, as admission stamped it, by the operation's own account
+// from a Pod of the claim's Job; any other is a *foreignRecord, never
+// consumed. rd reads the record (the cache or the API server), api the Pod
+// its stamp names, within timeout. A record
 // that passes is trusted only after adm proves, right then, that record
 // admission is enforcing in its namespace (an *admissionNotEnforcing otherwise).
 func readRecord(ctx context.Context, rd, api ctrl.Reader, adm *RecordAdmission, timeout time.Duration, s subject, c *v1alpha1.ActiveOperation) (*v1alpha1.PtahResultRecord, error) {
@@ -588,14 +547,7 @@ func (r *SchemaReconciler) outcomeUnknown(ctx context.Context, s *v1alpha1.PtahS
 }
 
 func (r *SchemaReconciler) readFailed(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, err error) (reconcile.Result, error) {
-	if (errors.Is(err, context.DeadlineExceeded) || apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err)) && ctx.Err() == nil {
-		warning(r.Events, s, v1alpha1.EventResultReadTimedOut, "ReadResult",
-			"reading the PtahResultRecord of %s operation %s exceeded its time bound of %s, retrying in %s", runnerOp(c.Type), c.JobName, r.resultTimeout(), resultReadRetry)
-		return reconcile.Result{RequeueAfter: resultReadRetry}, nil
-	}
-	warning(r.Events, s, v1alpha1.EventResultReadFailed, "ReadResult",
-		"reading the result of %s operation %s failed, retrying in %s: %v", runnerOp(c.Type), c.JobName, resultReadRetry, err)
-	return reconcile.Result{RequeueAfter: resultReadRetry}, nil
+	return r.engine.readFailed(ctx, s, runnerOp(c.Type), c, err)
 }
 
 // jobFinished reports whether the Job controller finished the Job, and when.
@@ -617,44 +569,14 @@ func jobFailed(j *batchv1.Job) *batchv1.JobCondition {
 	return nil
 }
 
-// noResult settles a finished Job that delivered no record.
+// noResult settles a finished Job that delivered no record; an Apply's
+// outcome is established read-only.
 func (r *SchemaReconciler) noResult(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, j *batchv1.Job, finished time.Time) (reconcile.Result, error) {
-	failed := jobFailed(j)
-	if failed == nil {
-		// The runner exits 0 only after its record was created: give the
-		// API a moment before deciding the read timed out.
-		if wait := finished.Add(r.resultTimeout()).Sub(r.clock()); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-	}
-	why := ""
-	if failed != nil {
-		why = undelivered(ctx, r.APIReader, j)
-	}
-	if why != "" {
-		next := "the operation is tried again"
-		if c.Type == v1alpha1.OperationApply {
-			next = "whether it changed the database is established read-only"
-		}
-		warning(r.Events, s, v1alpha1.EventResultReadFailed, "ReadResult",
-			"%s operation %s has no result to read: %s; %s. Check the Job's result transport: the runner's way to the API server and its permission to create the record", runnerOp(c.Type), c.JobName, why, next)
-	}
-	if c.Type == v1alpha1.OperationApply {
-		msg := fmt.Sprintf("Apply Job %s ended with no result record", c.JobName)
-		if why != "" {
-			msg += " (" + why + ")"
-		}
-		return r.outcomeUnknown(ctx, s, c, msg, v1alpha1.ReasonJobCompleted)
-	}
-	if why != "" {
-		return r.failed(ctx, s, c, failure{code: "result_undelivered", message: fmt.Sprintf("Job %s failed: %s", c.JobName, why), quiet: true})
-	}
-	if failed != nil {
-		return r.failed(ctx, s, c, failure{code: "job_failed", message: fmt.Sprintf("Job %s failed (%s): %s", c.JobName, failed.Reason, failed.Message)})
-	}
-	warning(r.Events, s, v1alpha1.EventResultReadTimedOut, "ReadResult",
-		"no PtahResultRecord %s arrived within %s of its Job completing; the %s operation is tried again", c.JobName, r.resultTimeout(), runnerOp(c.Type))
-	return r.failed(ctx, s, c, failure{code: "result_read_timeout", message: fmt.Sprintf("Job %s completed but no result record arrived within %s", c.JobName, r.resultTimeout()), quiet: true})
+	return r.engine.noResult(ctx, s, runnerOp(c.Type), "whether it changed the database is established read-only", c, j, finished,
+		func(msg string) (reconcile.Result, error) {
+			return r.outcomeUnknown(ctx, s, c, msg, v1alpha1.ReasonJobCompleted)
+		},
+		func(f failure) (reconcile.Result, error) { return r.failed(ctx, s, c, f) })
 }
 
 // podAdmission reports, once per refusal, that the Job controller could not
