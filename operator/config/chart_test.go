@@ -173,3 +173,50 @@ func TestChartValues(t *testing.T) {
 		t.Errorf("%d ServiceMonitors with metrics.serviceMonitor.enabled, want 1", n)
 	}
 }
+
+// TestChartRefusesBadValues: values.schema.json refuses a misspelt key, a
+// concurrency below 1 and a digest that is none, naming what is wrong,
+// before anything renders.
+func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		values map[string]any
+		names  string
+	}{
+		{map[string]any{"concurency": 8}, "concurency"},
+		{map[string]any{"concurrency": 0}, "concurrency"},
+		{map[string]any{"image": map[string]any{"digest": "latest"}}, "digest"},
+		{map[string]any{"crds": map[string]any{"keep": "yes"}}, "keep"},
+	} {
+		_, err := chart.Render("team-a", "ops", tc.values)
+		if err == nil || !strings.Contains(err.Error(), tc.names) {
+			t.Errorf("values %v: %v, want a refusal naming %s", tc.values, err, tc.names)
+		}
+	}
+}
+
+// TestChartKeepsCRDs: the CRDs outlive an uninstall unless crds.keep is
+// false (deleting a CRD deletes every object of its kind).
+func TestChartKeepsCRDs(t *testing.T) {
+	for _, keep := range []bool{true, false} {
+		objs, err := chart.Render("team-a", "ops", map[string]any{"crds": map[string]any{"keep": keep}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, o := range objs {
+			if o.GetKind() != "CustomResourceDefinition" {
+				continue
+			}
+			n++
+			if got := o.GetAnnotations()["helm.sh/resource-policy"] == "keep"; got != keep {
+				t.Errorf("crds.keep=%t: CRD %s has resource-policy keep %t", keep, o.GetName(), got)
+			}
+			if o.GetAnnotations()["controller-gen.kubebuilder.io/version"] == "" {
+				t.Errorf("CRD %s lost its own annotations", o.GetName())
+			}
+		}
+		if n == 0 {
+			t.Fatalf("crds.keep=%t: no CRD rendered", keep)
+		}
+	}
+}
