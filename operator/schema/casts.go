@@ -25,7 +25,10 @@ import (
 // PostgreSQL said. A type the dev database does not have (a live type the
 // desired SQL drops) cannot be tried; that change is planned as atlas
 // writes it, and fails in the apply's transaction if it must.
-func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Change, live, desired *state) error {
+func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Change, live, desired *state, schemas []string) error {
+	// Types print as the schema's search path names them (searchPath):
+	// the trial resolves them under the same one.
+	path := searchPath(live.name, schemas)
 	liveCols, desiredCols := columnsByKey(live.objects), columnsByKey(desired.objects)
 	for _, ch := range changes {
 		m, ok := ch.(*sqlschema.ModifyTable)
@@ -52,13 +55,13 @@ func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Chang
 			if u := (postgres.ConvertUsing{}); sqlxHasUsing(c, &u) {
 				using = u.X
 			}
-			err := tryTypeChange(ctx, dev, c.From.Name, from, to, using)
+			err := tryTypeChange(ctx, dev, path, c.From.Name, from, to, using)
 			if err == nil || missingType(err) {
 				continue
 			}
 			explicit := quoteIdent(c.From.Name) + "::" + to
 			if using != explicit {
-				if err = tryTypeChange(ctx, dev, c.From.Name, from, to, explicit); err == nil {
+				if err = tryTypeChange(ctx, dev, path, c.From.Name, from, to, explicit); err == nil {
 					c.Extra = append(withoutUsing(c.Extra), &postgres.ConvertUsing{X: explicit})
 					continue
 				}
@@ -72,12 +75,15 @@ func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Chang
 
 // tryTypeChange runs ALTER COLUMN TYPE on an empty temporary table with
 // one column named col of type from, in a transaction it rolls back.
-func tryTypeChange(ctx context.Context, dev *database.DB, col, from, to, using string) error {
+func tryTypeChange(ctx context.Context, dev *database.DB, path, col, from, to, using string) error {
 	tx, err := dev.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin a type change trial on the dev database: %w", err)
 	}
 	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, "SELECT set_config('search_path', $1, true)", path); err != nil {
+		return fmt.Errorf("set the search path of a type change trial: %w", err)
+	}
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf("CREATE TEMPORARY TABLE ptah_cast_trial (%s %s)", quoteIdent(col), from)); err != nil {
 		return err
 	}

@@ -302,6 +302,12 @@ func loses(from, to sqlschema.Type) bool {
 	if widens(from, to) {
 		return false
 	}
+	if _, toEnum := enumName(to); toEnum {
+		if _, fromEnum := enumName(from); fromEnum || isString(from) {
+			// An enum takes its labels exactly or refuses the value.
+			return false
+		}
+	}
 	if t, ok := to.(*sqlschema.StringType); ok && (t.T == postgres.TypeText || t.T == postgres.TypeCharVar) {
 		// Every value prints as text, and a bounded varchar refuses one
 		// too long instead of cutting it.

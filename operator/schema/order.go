@@ -276,6 +276,14 @@ func retype(c *sqlschema.ModifyColumn) []sqlschema.Change {
 // retypeUsing is the USING expression retype gives c, "" for none.
 func retypeUsing(c *sqlschema.ModifyColumn) string {
 	from, to := c.From.Type.Type, c.To.Type.Type
+	if name, ok := enumName(to); ok {
+		if _, isEnum := enumName(from); isEnum || isString(from) {
+			// Through text: an enum casts to another enum only so. An enum
+			// of another managed schema is a user-defined type to atlas,
+			// named as the search path prints it.
+			return quoteIdent(c.From.Name) + "::text::" + name
+		}
+	}
 	_, fromArray := from.(*postgres.ArrayType)
 	if ta, ok := to.(*postgres.ArrayType); ok && fromArray {
 		if e, ok := ta.Type.(*sqlschema.EnumType); ok {
@@ -316,4 +324,22 @@ func retypeUsing(c *sqlschema.ModifyColumn) string {
 
 func hasUsing(c *sqlschema.ModifyColumn) bool {
 	return slices.ContainsFunc(c.Extra, func(a sqlschema.Clause) bool { _, ok := a.(*postgres.ConvertUsing); return ok })
+}
+
+// enumName is the name an enum type is written by: an enum of the schema
+// (atlas's EnumType) quoted, one of another managed schema (a user-defined
+// type of class e) as the search path prints it.
+func enumName(t sqlschema.Type) (string, bool) {
+	switch t := t.(type) {
+	case *sqlschema.EnumType:
+		return quoteIdent(t.T), true
+	case *postgres.UserDefinedType:
+		return t.T, t.C == "e"
+	}
+	return "", false
+}
+
+func isString(t sqlschema.Type) bool {
+	_, ok := t.(*sqlschema.StringType)
+	return ok
 }

@@ -295,7 +295,7 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 		l.recreate, l.recreatedTypes = recreatedAround(enums, l, d)
 		c = userTypeChanges(c, l.schema, d.schema)
 		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
-		if err := castTrials(ctx, dev, c, l, d); err != nil {
+		if err := castTrials(ctx, dev, c, l, d, opts.managed()); err != nil {
 			return nil, err
 		}
 		var precisionDiffs []pgcatalog.Difference

@@ -129,6 +129,35 @@ CREATE TABLE public.customers (id int PRIMARY KEY, name text NOT NULL); INSERT I
 		}
 	})
 
+	t.Run("a column moved between enums of another managed schema", func(t *testing.T) {
+		// Found on migra's fixtures: atlas sees an enum of another schema
+		// as a user-defined type, the cast trial looked for it off the
+		// search path (and passed), and the plan had no USING; it was
+		// marked deletes-data too.
+		db, _ := e.db(t)
+		const before = `CREATE SCHEMA billing;
+CREATE TYPE billing.e1 AS ENUM ('a', 'b', 'c');
+CREATE TYPE billing.e2 AS ENUM ('a', 'b', 'c');
+CREATE TABLE public.orders (id int PRIMARY KEY, c billing.e1);
+`
+		exec(t, db, before+`INSERT INTO orders VALUES (1, 'a'), (2, 'c'), (3, NULL);`)
+		next := files(strings.Replace(before, "c billing.e1", "c billing.e2", 1))
+		p := mustPlan(t, db, next, both)
+		if p.Destructive {
+			t.Fatalf("moving labels between enums marked destructive: %+v", p.Statements)
+		}
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("apply: %+v", res)
+		}
+		var got string
+		if err := db.QueryRow(`SELECT string_agg(coalesce(c::text, 'null') || ':' || pg_typeof(c)::text, ',' ORDER BY id) FROM orders`).Scan(&got); err != nil || got != "a:billing.e2,c:billing.e2,null:billing.e2" {
+			t.Fatalf("values after the apply: %q (%v)", got, err)
+		}
+		if again := mustPlan(t, db, next, both); len(again.Statements) != 0 {
+			t.Fatalf("not converged: %+v", again.Statements)
+		}
+	})
+
 	t.Run("a schema not listed is not planned, and declaring one is refused", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, `CREATE SCHEMA billing; CREATE TABLE billing.invoices (id int);`)
