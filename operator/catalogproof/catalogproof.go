@@ -25,9 +25,11 @@
 // between any two servers: column order (the planner adds a column at the
 // end and never reorders: two tables alike but for the order of their
 // columns render equal), owners, tablespaces, sequence values, statistics,
-// extension versions (CREATE EXTENSION takes the default version of the
-// packages the server has installed, which differs between the dev server
-// and the target and which no desired SQL states), collation versions, and
+// an extension's version where it is its server's default (CREATE
+// EXTENSION takes the default of the packages the server has installed,
+// which may differ between the dev server and the target; a version that
+// is not the default was asked for, CREATE EXTENSION ... VERSION, and is
+// rendered), collation versions, and
 // the objects an extension installs (their definitions follow its version).
 package catalogproof
 

@@ -91,7 +91,7 @@ WHERE $2::boolean AND n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_
 UNION ALL
 SELECT 'comment on schema', quote_ident(n.nspname), obj_description(n.oid, 'pg_namespace'), false, '', NULL::text, NULL::text FROM ns n
 UNION ALL
-SELECT 'extension', quote_ident(e.extname), NULL, false, '', NULL::text, NULL::text FROM pg_extension e WHERE e.extname <> 'plpgsql'
+SELECT 'extension', quote_ident(e.extname), CASE WHEN e.extversion IS DISTINCT FROM (SELECT a.default_version FROM pg_available_extensions a WHERE a.name = e.extname) THEN 'version=' || e.extversion END, false, '', NULL::text, NULL::text FROM pg_extension e WHERE e.extname <> 'plpgsql'
 UNION ALL
 SELECT 'table', r.qname, NULL, true, r.relname, NULL::text, NULL::text FROM rel r WHERE r.relkind IN ('r', 'p') AND NOT r.relispartition
 UNION ALL

@@ -102,8 +102,9 @@ SELECT NULL::text AS tbl, NULL::text AS root, NULL::text AS col, NULL::text AS r
             FROM aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> n.nspowner) a)) AS line
 FROM ns n
 UNION ALL
--- extensions, wherever they are, by name and schema: not their version
-SELECT NULL, NULL, NULL, NULL, NULL, format('extension %s schema=%s relocatable=%s', quote_ident(e.extname), quote_ident(en.nspname), e.extrelocatable)
+-- extensions, wherever they are, by name and schema, and their version
+-- where it is not the server's default (CREATE EXTENSION ... VERSION)
+SELECT NULL, NULL, NULL, NULL, NULL, concat_ws(' ', format('extension %s schema=%s relocatable=%s', quote_ident(e.extname), quote_ident(en.nspname), e.extrelocatable), CASE WHEN e.extversion IS DISTINCT FROM (SELECT a.default_version FROM pg_available_extensions a WHERE a.name = e.extname) THEN 'version=' || e.extversion END)
 FROM pg_extension e JOIN pg_namespace en ON en.oid = e.extnamespace
 UNION ALL
 -- relations: tables, partitions, views, materialized views, composite types' relations, foreign tables

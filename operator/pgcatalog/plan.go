@@ -257,6 +257,11 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				}
 				continue
 			}
+			if o.Kind == "extension" && d.Live != nil && d.Desired != nil {
+				// Never dropped and created again: what uses it would go.
+				p.Before = append(p.Before, extensionUpdate(*d.Desired))
+				continue
+			}
 			if o.Kind == "composite type" && d.Live != nil && d.Desired != nil {
 				steps, ok := alterComposite(*d.Live, *d.Desired, live)
 				if !ok {
@@ -558,6 +563,9 @@ func create(o Object, replace bool) Step {
 	switch o.Kind {
 	case "extension":
 		q = "CREATE EXTENSION IF NOT EXISTS " + o.Ident
+		if v, ok := strings.CutPrefix(def, "version="); ok {
+			q += " VERSION " + quoteLiteral(v)
+		}
 	case "domain":
 		q = "CREATE DOMAIN " + o.Ident + " AS " + def
 	case "composite type":
@@ -1362,4 +1370,17 @@ func pairSequences(diffs []Difference) []Difference {
 		}
 	}
 	return out
+}
+
+// extensionUpdate moves an extension to the version the desired side has:
+// the one it names, or the server's default when it names none. PostgreSQL
+// refuses a version its packages have no update path to.
+func extensionUpdate(o Object) Step {
+	q := "ALTER EXTENSION " + o.Ident + " UPDATE"
+	to := "the server's default version"
+	if v, ok := strings.CutPrefix(o.Def, "version="); ok {
+		q += " TO " + quoteLiteral(v)
+		to = "version " + v
+	}
+	return Step{SQL: q, Reason: "updates extension " + o.Name + " to " + to, Validates: true, kind: "extension", name: o.Name}
 }

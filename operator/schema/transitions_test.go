@@ -252,6 +252,33 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "refused: unplanned_difference",
 		},
 		{
+			// Found on migra's fixtures: versions were left out of the
+			// proof, and a plan of nothing claimed the two in sync.
+			name:   "an extension pinned to an old version moved to the server's default",
+			before: "CREATE EXTENSION citext VERSION '1.5';\nCREATE TABLE t (id integer PRIMARY KEY);\n",
+			after:  "CREATE EXTENSION citext;\nCREATE TABLE t (id integer PRIMARY KEY);\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "an extension moved to the version the desired schema pins",
+			before: "CREATE EXTENSION hstore VERSION '1.4';\nCREATE TABLE t (id integer PRIMARY KEY);\n",
+			after:  "CREATE EXTENSION hstore VERSION '1.6';\nCREATE TABLE t (id integer PRIMARY KEY);\n",
+			want:   "applied, safe",
+		},
+		{
+			// No downgrade path: PostgreSQL refuses, as marked.
+			name:   "an extension pinned below the version the database has",
+			before: "CREATE EXTENSION pg_trgm;\nCREATE TABLE t (id integer PRIMARY KEY);\n",
+			after:  "CREATE EXTENSION pg_trgm VERSION '1.3';\nCREATE TABLE t (id integer PRIMARY KEY);\n",
+			want:   "apply failed as marked",
+		},
+		{
+			name:   "an extension created at a pinned version",
+			before: "CREATE TABLE t (id integer PRIMARY KEY);\n",
+			after:  "CREATE EXTENSION citext VERSION '1.4';\nCREATE TABLE t (id integer PRIMARY KEY);\n",
+			want:   "applied, safe",
+		},
+		{
 			name:   "an enum's values reordered under a function taking it",
 			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\nCREATE FUNCTION f(x mood) RETURNS integer LANGUAGE sql AS 'SELECT 1';\n",
 			after:  "CREATE TYPE mood AS ENUM ('ok', 'sad');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\nCREATE FUNCTION f(x mood) RETURNS integer LANGUAGE sql AS 'SELECT 1';\n",
