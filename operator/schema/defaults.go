@@ -17,8 +17,9 @@ import (
 // desired (a new column's typed literal, a default atlas takes for equal)
 // is set after atlas's statements, as the desired side prints it. It
 // returns the changes left, the statements and the differences they
-// correct.
-func columnDefaults(changes []sqlschema.Change, live, desired *state) ([]sqlschema.Change, []pgcatalog.Step, []pgcatalog.Difference) {
+// correct. A default again names (a type the plan makes again) is set
+// again even where both sides print it the same, so it names the new one.
+func columnDefaults(changes []sqlschema.Change, live, desired *state, again func(def string) bool) ([]sqlschema.Change, []pgcatalog.Step, []pgcatalog.Difference) {
 	liveCols, desiredCols := columnsByKey(live.objects), columnsByKey(desired.objects)
 	key := func(t, c string) string { return "column " + quoteIdent(t) + "." + quoteIdent(c) }
 	handled := map[string]bool{}
@@ -109,7 +110,7 @@ func columnDefaults(changes []sqlschema.Change, live, desired *state) ([]sqlsche
 		}
 		lw, lh := printedDefault(l.Def)
 		dw, dh := printedDefault(d.Def)
-		if lw == dw && lh == dh || strings.Contains(d.Def, " identity=") || strings.Contains(d.Def, " generated=") {
+		if lw == dw && lh == dh && !(lh && again(lw)) || strings.Contains(d.Def, " identity=") || strings.Contains(d.Def, " generated=") {
 			continue
 		}
 		t, c, _ := strings.Cut(strings.TrimPrefix(k, "column "), ".")

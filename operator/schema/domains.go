@@ -93,25 +93,29 @@ func (c *comparison) domainSides() domainSides {
 // such column gets its ChangeType, in the table's change atlas made or in
 // one of its own; castTrials and the hazards then judge it like any other.
 func userTypeChanges(changes []sqlschema.Change, live, desired *sqlschema.Schema) []sqlschema.Change {
+	keptColumns(live, desired, func(lt, dt *sqlschema.Table, lc, dc *sqlschema.Column) {
+		from, ok1 := lc.Type.Type.(*postgres.UserDefinedType)
+		to, ok2 := dc.Type.Type.(*postgres.UserDefinedType)
+		if ok1 && ok2 && from.T != to.T {
+			changes = withTypeChange(changes, lt, dt, lc, dc)
+		}
+	})
+	return changes
+}
+
+// keptColumns calls f for every column both sides' tables have.
+func keptColumns(live, desired *sqlschema.Schema, f func(lt, dt *sqlschema.Table, lc, dc *sqlschema.Column)) {
 	for _, dt := range desired.Tables {
 		lt, ok := live.Table(dt.Name)
 		if !ok {
 			continue
 		}
 		for _, dc := range dt.Columns {
-			lc, ok := lt.Column(dc.Name)
-			if !ok {
-				continue
+			if lc, ok := lt.Column(dc.Name); ok {
+				f(lt, dt, lc, dc)
 			}
-			from, ok1 := lc.Type.Type.(*postgres.UserDefinedType)
-			to, ok2 := dc.Type.Type.(*postgres.UserDefinedType)
-			if !ok1 || !ok2 || from.T == to.T {
-				continue
-			}
-			changes = withTypeChange(changes, lt, dt, lc, dc)
 		}
 	}
-	return changes
 }
 
 func withTypeChange(changes []sqlschema.Change, lt, dt *sqlschema.Table, lc, dc *sqlschema.Column) []sqlschema.Change {

@@ -244,29 +244,18 @@ func withRecreatedEnums(changes []sqlschema.Change, rs []enumRecreation, live, d
 		}
 		out = append(out, c)
 	}
-	for _, dt := range desired.Tables {
-		lt, ok := live.Table(dt.Name)
-		if !ok {
-			continue
+	keptColumns(live, desired, func(lt, dt *sqlschema.Table, lc, dc *sqlschema.Column) {
+		e, ok := enumOf(lc.Type.Type)
+		if !ok || e.Schema != nil && e.Schema.Name != live.Name {
+			return
 		}
-		for _, dc := range dt.Columns {
-			lc, ok := lt.Column(dc.Name)
-			if !ok {
-				continue
-			}
-			e, ok := enumOf(lc.Type.Type)
-			if !ok || e.Schema != nil && e.Schema.Name != live.Name {
-				continue
-			}
-			if _, recreated := byName[e.T]; !recreated {
-				continue
-			}
-			if de, ok := enumOf(dc.Type.Type); !ok || de.T != e.T {
-				continue // a change of type atlas already plans
-			}
+		if _, recreated := byName[e.T]; !recreated {
+			return
+		}
+		if de, ok := enumOf(dc.Type.Type); ok && de.T == e.T {
 			out = withTypeChange(out, lt, dt, lc, dc)
 		}
-	}
+	})
 	return out
 }
 
@@ -283,4 +272,11 @@ func enumStatements(schema string, rs []enumRecreation) (first, last []Statement
 			Reason: "drops the enum " + r.name + " was renamed aside to, which nothing uses any more (PostgreSQL refuses the drop, and the plan, if something still does)"})
 	}
 	return first, last
+}
+
+// namesAny says whether a definition names one of the recreated enums.
+func namesAny(rs []enumRecreation) func(def string) bool {
+	return func(def string) bool {
+		return slices.ContainsFunc(rs, func(r enumRecreation) bool { return r.mentions(def) })
+	}
 }

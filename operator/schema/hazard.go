@@ -355,11 +355,6 @@ func loses(from, to sqlschema.Type) bool {
 			return true
 		}
 		return f.T != postgres.TypeDate && precision(t) < precision(f)
-	case *sqlschema.StringType, *sqlschema.EnumType:
-		if _, ok := to.(*sqlschema.EnumType); ok {
-			// An enum takes its labels exactly or refuses the value.
-			return false
-		}
 	case *sqlschema.JSONType:
 		t, ok := to.(*sqlschema.JSONType)
 		return !ok || strings.EqualFold(f.T, postgres.TypeJSON) && !strings.EqualFold(t.T, postgres.TypeJSON)

@@ -294,7 +294,7 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 		dropped = append(dropped, last...)
 		l.recreate, l.recreatedTypes = recreatedAround(enums, l, d)
 		c = userTypeChanges(c, l.schema, d.schema)
-		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d)
+		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d, namesAny(enums))
 		if err := castTrials(ctx, dev, c, l, d, opts.managed()); err != nil {
 			return nil, err
 		}

@@ -279,6 +279,14 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			// Another place for an expression naming the enum: a default
+			// of a column of another type.
+			name:   "an enum's values reordered under a text column's default naming it",
+			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood, c text DEFAULT ('ok'::mood)::text);\n",
+			after:  "CREATE TYPE mood AS ENUM ('ok', 'sad');\nCREATE TABLE t (id integer PRIMARY KEY, m mood, c text DEFAULT ('ok'::mood)::text);\n",
+			want:   "applied, safe",
+		},
+		{
 			name:   "an enum's values reordered under a function taking it",
 			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood);\nCREATE FUNCTION f(x mood) RETURNS integer LANGUAGE sql AS 'SELECT 1';\n",
 			after:  "CREATE TYPE mood AS ENUM ('ok', 'sad');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\nCREATE FUNCTION f(x mood) RETURNS integer LANGUAGE sql AS 'SELECT 1';\n",
