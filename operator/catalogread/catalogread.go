@@ -351,11 +351,11 @@ UNION ALL
 SELECT 'privileges', g.name,
        (SELECT coalesce(string_agg(e, ',' ORDER BY e), '') FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
           || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS e
-          FROM aclexplode(g.acl) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> g.owner) a),
+          FROM aclexplode(g.acl) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> g.owner) a),
        false, g.tbl, g.ident,
        (SELECT coalesce(string_agg(e, E'\n' ORDER BY e), '') FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
           || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS e
-          FROM aclexplode(g.dflt) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> g.owner) a)
+          FROM aclexplode(g.dflt) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> g.owner) a)
 FROM grantable g
 UNION ALL
 SELECT 'statistics', quote_ident(s.stxname), pg_get_statisticsobjdef(s.oid), false, '', NULL::text, NULL::text
@@ -429,11 +429,36 @@ JOIN pg_class t ON t.oid = i.indrelid
 JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = $1 AND NOT i.indisvalid
 ORDER BY c.relname`
+
+	// RunsAs is the role ptah runs as on the target.
+	RunsAs = "SELECT current_user"
+	// SetTargetRole names the target's role in the dev database's
+	// transaction ($1), for the grants to it to be left out there too: a
+	// desired grant to the role ptah runs as on the target is one the
+	// target's reading never shows (as the owner, it holds every
+	// privilege already).
+	SetTargetRole = "SELECT set_config('ptah.target_role', $1, true)"
+
+	// BorrowedSequences lists the columns of schema $1 whose default is
+	// nextval of a sequence the column does not own (a child table's
+	// column inheriting its parent's serial default, a sequence shared by
+	// several tables): table, column, default.
+	BorrowedSequences = `
+SELECT t.relname, a.attname, pg_get_expr(d.adbin, d.adrelid)
+FROM pg_attrdef d
+JOIN pg_class t ON t.oid = d.adrelid
+JOIN pg_namespace n ON n.oid = t.relnamespace
+JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
+WHERE n.nspname = $1 AND t.relkind IN ('r', 'p') AND pg_get_expr(d.adbin, d.adrelid) LIKE 'nextval(%'
+  AND NOT EXISTS (SELECT 1 FROM pg_depend s JOIN pg_depend o ON o.objid = s.refobjid AND o.classid = 'pg_class'::regclass
+                  WHERE s.classid = 'pg_attrdef'::regclass AND s.objid = d.oid AND s.refclassid = 'pg_class'::regclass
+                    AND o.refobjid = d.adrelid AND o.refobjsubid = d.adnum AND o.deptype IN ('a', 'i'))
+ORDER BY 1, 2`
 )
 
 // ptahStatements are the statements of ptah's own code above.
 var ptahStatements = []string{Objects, SetSearchPath, SetLockTimeout, WriterLock, WriterUnlock, WriterLockXact,
-	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, Rendering}
+	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, BorrowedSequences, RunsAs, SetTargetRole, Rendering}
 
 // DriverStatements are what pgx sends by itself: a ping and the ends of a
 // read-only transaction. They never pass through Check (pgx writes them

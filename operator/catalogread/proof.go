@@ -99,7 +99,7 @@ SELECT NULL::text AS tbl, NULL::text AS root, NULL::text AS col, NULL::text AS r
        format('schema %s comment=%s acl=%s', quote_ident(n.nspname), obj_description(n.oid, 'pg_namespace'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> n.nspowner) a)) AS line
+            FROM aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> n.nspowner) a)) AS line
 FROM ns n
 UNION ALL
 -- extensions, wherever they are, by name and schema, and their version
@@ -126,7 +126,7 @@ SELECT r.relname, r.root, NULL, NULL, NULL,
          obj_description(r.oid, 'pg_class'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(r.relacl, acldefault('r', r.relowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> r.relowner) a))
+            FROM aclexplode(coalesce(r.relacl, acldefault('r', r.relowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> r.relowner) a))
 FROM rel r WHERE r.relkind <> 'S'
 UNION ALL
 -- columns of every relation, with what the column owns
@@ -146,7 +146,7 @@ SELECT r.relname, r.root, a.attname::text, NULL, NULL,
          col_description(r.oid, a.attnum),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(a.attacl) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> r.relowner) a))
+            FROM aclexplode(a.attacl) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> r.relowner) a))
 FROM rel r
 JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
 JOIN pg_type t ON t.oid = a.atttypid
@@ -159,7 +159,7 @@ SELECT s.tbl, s.root, NULL, CASE WHEN s.label <> s.qname THEN s.ref END, CASE WH
          obj_description(s.seqrelid, 'pg_class'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(s.relacl, acldefault('s', s.relowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> s.relowner) a))
+            FROM aclexplode(coalesce(s.relacl, acldefault('s', s.relowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> s.relowner) a))
 FROM seq s WHERE s.deptype IS DISTINCT FROM 'i'
 UNION ALL
 -- constraints of tables and partitions (not the copies PostgreSQL makes on
@@ -231,7 +231,7 @@ SELECT NULL, NULL, NULL, NULL, NULL,
          obj_description(t.oid, 'pg_type'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(t.typacl, acldefault('T', t.typowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> t.typowner) a))
+            FROM aclexplode(coalesce(t.typacl, acldefault('T', t.typowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> t.typowner) a))
 FROM typ t WHERE t.typtype <> 'm'
 UNION ALL
 -- a domain's constraints
@@ -259,7 +259,7 @@ SELECT NULL, NULL, NULL, NULL, NULL,
          obj_description(f.oid, 'pg_proc'),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(coalesce(f.proacl, acldefault('f', f.proowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND x.grantee <> f.proowner) a))
+            FROM aclexplode(coalesce(f.proacl, acldefault('f', f.proowner))) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> f.proowner) a))
 FROM fn f
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL,

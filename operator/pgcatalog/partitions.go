@@ -106,8 +106,8 @@ func partitionColumnSteps(d Difference, liveBy, desiredBy map[string]*Object) ([
 
 // partitionPropertySteps plans a partition's own storage parameters,
 // replica identity and comment, as a table's (tablePropertySteps), after
-// its partition is created. A partition dropped takes them with it. A
-// change of persistence, or an identity using an index, is not planned.
+// its partition is created. A partition dropped takes them with it. An
+// identity using an index is not planned.
 func partitionPropertySteps(d Difference, desiredBy map[string]*Object) ([]Step, bool) {
 	o := d.Object()
 	if len(o.Deps) == 0 || desiredBy[o.Deps[0]] == nil {
@@ -128,7 +128,7 @@ func partitionPropertySteps(d Difference, desiredBy map[string]*Object) ([]Step,
 			return nil, false
 		}
 	}
-	steps, ok := tablePropertySteps(props, nil)
+	_, steps, ok := tablePropertySteps(props, nil)
 	if !ok {
 		return nil, false
 	}

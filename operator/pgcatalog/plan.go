@@ -197,12 +197,12 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				if atlasTableProperty(d, liveBy, desiredBy) {
 					continue
 				}
-				steps, ok := tablePropertySteps(d, liveBy)
+				before, after, ok := tablePropertySteps(d, liveBy)
 				if !ok {
 					p.Refused = append(p.Refused, d)
 					continue
 				}
-				p.After = append(p.After, steps...)
+				p.Before, p.After = append(p.Before, before...), append(p.After, after...)
 				continue
 			case "partition":
 				if d.Live != nil && d.Desired != nil {
@@ -1172,12 +1172,15 @@ func parseTableProps(def string) tableProps {
 	return p
 }
 
-// tablePropertySteps plans a table's storage parameters (SET and RESET)
-// and replica identity changed, after atlas's statements (a new table, an
-// index the identity uses, exist by then). A new table's PARTITION BY is
-// atlas's. A change of persistence, inheritance or partition key is not
-// planned: it reports false.
-func tablePropertySteps(d Difference, liveBy map[string]*Object) ([]Step, bool) {
+// tablePropertySteps plans a table's persistence (SET LOGGED or
+// UNLOGGED), parents (NO INHERIT before atlas's statements, which may drop
+// a parent; INHERIT after them, when a new parent or a new child and the
+// columns they share exist), storage parameters (SET and RESET) and
+// replica identity, after atlas's statements (a new table, an index the
+// identity uses, exist by then). A new table's PARTITION BY is atlas's. A
+// change of partition key, or to a temporary table, is not planned: it
+// reports false.
+func tablePropertySteps(d Difference, liveBy map[string]*Object) (before, after []Step, ok bool) {
 	var l, w tableProps
 	l, w = parseTableProps(""), parseTableProps("")
 	if d.Live != nil {
@@ -1190,11 +1193,36 @@ func tablePropertySteps(d Difference, liveBy map[string]*Object) ([]Step, bool) 
 	if liveBy["table "+o.Name] == nil {
 		l.partition = w.partition
 	}
-	if l.persistence != w.persistence || l.inherits != w.inherits || l.partition != w.partition || w.replica == "REPLICA IDENTITY USING INDEX " {
-		return nil, false
+	if l.partition != w.partition || w.persistence == "TEMPORARY" || l.persistence == "TEMPORARY" || w.replica == "REPLICA IDENTITY USING INDEX " {
+		return nil, nil, false
 	}
 	alter := "ALTER TABLE " + o.Name
-	var steps []Step
+	if l.persistence != w.persistence {
+		to := "LOGGED"
+		if w.persistence == "UNLOGGED" {
+			to = "UNLOGGED"
+		}
+		// PostgreSQL refuses a permanent table referencing an unlogged
+		// one, and the other way round for SET UNLOGGED: may fail.
+		after = append(after, Step{SQL: alter + " SET " + to, Reason: "makes table " + o.Name + " " + strings.ToLower(to) + " (writes it anew; fails while a foreign key joins it to a table of the other kind)",
+			Validates: true, Table: o.Table, kind: "persistence"})
+	}
+	if lp, wp := parents(l.inherits), parents(w.inherits); !slices.Equal(lp, wp) {
+		// inhseqno orders the parents: keep the common head, detach and
+		// attach again from the first that differs.
+		k := 0
+		for k < len(lp) && k < len(wp) && lp[k] == wp[k] {
+			k++
+		}
+		for _, parent := range lp[k:] {
+			before = append(before, Step{SQL: alter + " NO INHERIT " + parent, Reason: "detaches table " + o.Name + " from parent " + parent + " (its rows no longer read through the parent)",
+				Table: o.Table, kind: "inheritance"})
+		}
+		for _, parent := range wp[k:] {
+			after = append(after, Step{SQL: alter + " INHERIT " + parent, Reason: "makes table " + o.Name + " a child of " + parent + " (fails unless it has the parent's columns and checks)",
+				Validates: true, Table: o.Table, kind: "inheritance"})
+		}
+	}
 	var reset, set []string
 	for _, k := range l.keys {
 		if _, ok := w.options[k]; !ok {
@@ -1207,11 +1235,11 @@ func tablePropertySteps(d Difference, liveBy map[string]*Object) ([]Step, bool) 
 		}
 	}
 	if len(reset) > 0 {
-		steps = append(steps, Step{SQL: alter + " RESET (" + strings.Join(reset, ", ") + ")", Reason: "resets storage parameters " + strings.Join(reset, ", ") + " of table " + o.Name,
+		after = append(after, Step{SQL: alter + " RESET (" + strings.Join(reset, ", ") + ")", Reason: "resets storage parameters " + strings.Join(reset, ", ") + " of table " + o.Name,
 			Table: o.Table, kind: parametersKind(reset)})
 	}
 	if len(set) > 0 {
-		steps = append(steps, Step{SQL: alter + " SET (" + strings.Join(set, ", ") + ")", Reason: "sets storage parameters " + strings.Join(set, ", ") + " of table " + o.Name,
+		after = append(after, Step{SQL: alter + " SET (" + strings.Join(set, ", ") + ")", Reason: "sets storage parameters " + strings.Join(set, ", ") + " of table " + o.Name,
 			Table: o.Table, kind: parametersKind(set)})
 	}
 	if l.replica != w.replica {
@@ -1219,9 +1247,18 @@ func tablePropertySteps(d Difference, liveBy map[string]*Object) ([]Step, bool) 
 		if r == "" {
 			r = "REPLICA IDENTITY DEFAULT"
 		}
-		steps = append(steps, Step{SQL: alter + " " + r, Reason: "sets the replica identity of table " + o.Name + " (" + strings.ToLower(strings.TrimPrefix(r, "REPLICA IDENTITY ")) + ")", Table: o.Table})
+		after = append(after, Step{SQL: alter + " " + r, Reason: "sets the replica identity of table " + o.Name + " (" + strings.ToLower(strings.TrimPrefix(r, "REPLICA IDENTITY ")) + ")", Table: o.Table})
 	}
-	return steps, true
+	return before, after, true
+}
+
+// parents is the list of an "INHERITS (a, b)" clause, in order.
+func parents(inherits string) []string {
+	list := strings.TrimSuffix(strings.TrimPrefix(inherits, "INHERITS ("), ")")
+	if list == "" {
+		return nil
+	}
+	return strings.Split(list, ", ")
 }
 
 // parametersKind is "storage parameters" when PostgreSQL changes every one

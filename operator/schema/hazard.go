@@ -552,6 +552,13 @@ func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 		if !strings.HasPrefix(st.SQL, "COMMENT ON") {
 			s.add(HazardAccessExclusiveLock)
 		}
+	case "persistence":
+		// SET LOGGED and SET UNLOGGED write the table anew under ACCESS
+		// EXCLUSIVE.
+		s.add(HazardAccessExclusiveLock, HazardRewritesTable)
+	case "inheritance":
+		// INHERIT and NO INHERIT lock the child.
+		s.add(HazardAccessExclusiveLock)
 	case "storage parameters":
 		// SET and RESET of these take SHARE UPDATE EXCLUSIVE: reads and
 		// writes go on.

@@ -167,6 +167,9 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 		return nil, err
 	}
 	withoutInvalid(s, invalid)
+	if err := unborrowSerials(ctx, tx, s); err != nil {
+		return nil, err
+	}
 	// A key whose index is invalid is dropped with it (dropInvalid): it
 	// is not there to compare.
 	objects = slices.DeleteFunc(objects, func(o pgcatalog.Object) bool {
@@ -308,4 +311,42 @@ func (q atlasQuerier) QueryContext(ctx context.Context, query string, args ...an
 
 func (q atlasQuerier) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	return q.tx.ExecContext(ctx, catalogread.ForAtlas(query), args...)
+}
+
+// unborrowSerials gives back their integer type and nextval default to
+// the columns atlas took for serials because their default is nextval of a
+// sequence named like a serial's, where the column does not own that
+// sequence: atlas would create a serial, with a sequence of its own, in
+// their place (an inheriting child's id would stop sharing its parent's).
+func unborrowSerials(ctx context.Context, tx *sql.Tx, s *sqlschema.Schema) error {
+	rows, err := tx.QueryContext(ctx, catalogread.BorrowedSequences, s.Name)
+	if err != nil {
+		return fmt.Errorf("read the column defaults of schema %q: %w", s.Name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var table, column, def string
+		if err := rows.Scan(&table, &column, &def); err != nil {
+			return fmt.Errorf("read the column defaults of schema %q: %w", s.Name, err)
+		}
+		t, ok := s.Table(table)
+		if !ok {
+			continue
+		}
+		c, ok := t.Column(column)
+		if !ok {
+			continue
+		}
+		st, ok := c.Type.Type.(*postgres.SerialType)
+		if !ok {
+			continue
+		}
+		typ := map[string]string{postgres.TypeSmallSerial: postgres.TypeSmallInt, postgres.TypeSerial: postgres.TypeInteger, postgres.TypeBigSerial: postgres.TypeBigInt}[strings.ToLower(st.T)]
+		if typ == "" {
+			continue
+		}
+		c.Type.Type, c.Type.Raw = &sqlschema.IntegerType{T: typ}, typ
+		c.Default = &sqlschema.RawExpr{X: def}
+	}
+	return rows.Err()
 }

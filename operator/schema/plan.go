@@ -17,6 +17,7 @@ import (
 	sqlschema "ariga.io/atlas/sql/schema"
 
 	"ptah.run/operator/operator/catalogproof"
+	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/devdb"
 	"ptah.run/operator/operator/pgcatalog"
@@ -147,6 +148,10 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 		return nil, database.StatementError(db.Target, "begin", err)
 	}
 	defer tx.Rollback()
+	var runsAs string
+	if err := tx.QueryRowContext(ctx, catalogread.RunsAs).Scan(&runsAs); err != nil {
+		return nil, database.StatementError(db.Target, "read the role ptah runs as", err)
+	}
 	var desired *side
 	var desiredLines []string
 	var desiredErr error
@@ -168,6 +173,10 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 			return
 		}
 		defer devTx.Rollback()
+		if _, err := devTx.ExecContext(ctx, catalogread.SetTargetRole, runsAs); err != nil {
+			desiredErr = database.StatementError(devDB.Target, "name the target's role", err)
+			return
+		}
 		if desired, desiredErr = inspectSide(ctx, devTx, opts.managed(), opts.Exclude, true); desiredErr != nil {
 			return
 		}
