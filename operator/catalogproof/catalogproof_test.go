@@ -16,6 +16,7 @@ import (
 	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/catalogproof"
 	"ptah.run/operator/operator/catalogproof/proofcases"
+	"ptah.run/operator/operator/catalogread"
 )
 
 // TestRenderingAgreesWithPgDump holds the rendering to a second oracle
@@ -145,4 +146,59 @@ func linesDiff(a, b []string) string {
 		return ""
 	}
 	return fmt.Sprintf("only live (%d):\n  %s\nonly desired (%d):\n  %s", len(d.OnlyLive), strings.Join(d.OnlyLive, "\n  "), len(d.OnlyDesired), strings.Join(d.OnlyDesired, "\n  "))
+}
+
+// TestGrantsToTheTargetRoleAreLeftOut: on the dev database the desired
+// SQL's grant to the role ptah runs as on the target is left out when the
+// transaction names that role (catalogread.SetTargetRole), as the
+// target's own reading leaves out the grants to the role it runs as; a
+// grant to another role, and to PUBLIC, stays.
+func TestGrantsToTheTargetRoleAreLeftOut(t *testing.T) {
+	pg := testenv.StartPostgres(t)
+	pg.Exec(t, "postgres", `CREATE ROLE "Target Role"`)
+	pg.Exec(t, "postgres", "CREATE ROLE reader")
+	pg.Exec(t, "postgres", "CREATE DATABASE grants")
+	pg.Exec(t, "grants", `CREATE TABLE t (id integer, c text); GRANT SELECT, INSERT ON t TO "Target Role", reader, PUBLIC; GRANT UPDATE (c) ON t TO "Target Role", reader`)
+	db, err := sql.Open("pgx", pg.SuperURL("grants"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	ctx := context.Background()
+	read := func(target string) string {
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback()
+		if target != "" {
+			if _, err := tx.ExecContext(ctx, catalogread.SetTargetRole, target); err != nil {
+				t.Fatal(err)
+			}
+		}
+		lines, err := catalogproof.Render(ctx, tx, []string{"public"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, l := range lines {
+			if strings.HasPrefix(l, "table public.t ") || strings.HasPrefix(l, "column public.t.c ") {
+				_, acl, _ := strings.Cut(l, " acl=")
+				out = append(out, acl)
+			}
+		}
+		return strings.Join(out, " | ")
+	}
+	all, without := read(""), read("Target Role")
+	if !strings.Contains(all, `"Target Role":INSERT`) || !strings.Contains(all, `"Target Role":UPDATE`) {
+		t.Fatalf("without a target role named, the grants to it are not rendered: %s", all)
+	}
+	if strings.Contains(without, "Target Role") {
+		t.Errorf("the target role's grants are rendered though it was named: %s", without)
+	}
+	for _, keep := range []string{"reader:INSERT", "reader:SELECT", "reader:UPDATE", "PUBLIC:SELECT"} {
+		if !strings.Contains(without, keep) {
+			t.Errorf("grant %s lost when the target role is named: %s", keep, without)
+		}
+	}
 }

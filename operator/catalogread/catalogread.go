@@ -361,7 +361,13 @@ UNION ALL
 SELECT 'statistics', quote_ident(s.stxname), pg_get_statisticsobjdef(s.oid), false, '', NULL::text, NULL::text
 FROM pg_statistic_ext s JOIN ns n ON n.oid = s.stxnamespace
 UNION ALL
-SELECT 'collation', quote_ident(c.collname), NULL, false, '', NULL::text, NULL::text
+SELECT 'collation', quote_ident(c.collname),
+       -- what CREATE COLLATION takes (colliculocale is colllocale from 17)
+       format('(provider = %s, %s%s)', CASE c.collprovider WHEN 'i' THEN 'icu' WHEN 'c' THEN 'libc' ELSE c.collprovider::text END,
+         CASE WHEN c.collprovider = 'i' THEN format('locale = %L', coalesce(to_jsonb(c) ->> 'colliculocale', to_jsonb(c) ->> 'colllocale'))
+              ELSE format('lc_collate = %L, lc_ctype = %L', c.collcollate, c.collctype) END,
+         CASE WHEN NOT c.collisdeterministic THEN ', deterministic = false' ELSE '' END),
+       false, '', NULL::text, NULL::text
 FROM pg_collation c JOIN ns n ON n.oid = c.collnamespace
 WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_collation'::regclass AND ext.objid = c.oid)
 UNION ALL

@@ -48,7 +48,7 @@ func (p Planned) Len() int { return len(p.Before) + len(p.After) }
 
 // plannable kinds, in the order their statements are created.
 var createOrder = []string{
-	"extension", "domain", "composite type", "range type", "function", "procedure", "aggregate", "partition", "partition column", "partition property", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
+	"extension", "collation", "domain", "composite type", "range type", "function", "procedure", "aggregate", "partition", "partition column", "partition property", "partition index", "partition constraint", "check constraint", "index", "unique constraint", "foreign key",
 	"view", "materialized view", "index on materialized view", "trigger", "row level security",
 	"forced row level security", "policy", "statistics",
 }
@@ -271,9 +271,9 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 				p.Before = append(p.Before, steps...)
 				continue
 			}
-			if !plannable(o.Kind) || o.Kind == "range type" && d.Live != nil && d.Desired != nil {
-				// A changed type is in use by columns; ALTER TYPE is not
-				// planned yet.
+			if !plannable(o.Kind) || (o.Kind == "range type" || o.Kind == "collation") && d.Live != nil && d.Desired != nil {
+				// A changed type or collation is in use by columns; ALTER
+				// TYPE is not planned yet, a collation cannot be altered.
 				p.Refused = append(p.Refused, d)
 				continue
 			}
@@ -543,7 +543,7 @@ func plannable(kind string) bool {
 // createsBefore: what tables may use is created before atlas's statements.
 func createsBefore(kind string) bool {
 	switch kind {
-	case "extension", "domain", "composite type", "range type", "function", "procedure", "aggregate":
+	case "extension", "collation", "domain", "composite type", "range type", "function", "procedure", "aggregate":
 		return true
 	}
 	return false
@@ -568,6 +568,8 @@ func create(o Object, replace bool) Step {
 		}
 	case "domain":
 		q = "CREATE DOMAIN " + o.Ident + " AS " + def
+	case "collation":
+		q = "CREATE COLLATION " + o.Ident + " " + def
 	case "composite type":
 		q = "CREATE TYPE " + o.Ident + " AS " + def
 	case "aggregate":
@@ -1063,17 +1065,16 @@ func AtlasIdentity(def string) bool {
 	return m["min"] == "1" && m["max"] == max && m["cache"] == "1" && m["cycle"] == "f" && !strings.HasPrefix(m["increment"], "-") && !strings.HasPrefix(m["start"], "-") && m["start"] != "0"
 }
 
-// AtlasLoses says whether o is an index or unique constraint with a
-// property atlas neither reads nor writes: storage parameters (WITH
-// (fillfactor = ...)), a column's COLLATE, a unique constraint's
-// DEFERRABLE. Such an object is planned here, from what PostgreSQL prints,
+// AtlasLoses says whether o is an index, unique constraint or primary key
+// with a property atlas neither reads nor writes: storage parameters (WITH
+// (fillfactor = ...)), a column's COLLATE, a key's DEFERRABLE. Such an object is planned here, from what PostgreSQL prints,
 // on both sides.
 func AtlasLoses(o Object) bool {
 	def, _, _ := strings.Cut(o.Def, " comment=")
 	switch {
 	case o.Kind == "index":
 		return strings.Contains(def, " WITH (") || strings.Contains(def, " COLLATE ")
-	case o.Kind == "constraint" && strings.HasPrefix(def, "u "):
+	case o.Kind == "constraint" && (strings.HasPrefix(def, "u ") || strings.HasPrefix(def, "p ")):
 		return strings.Contains(def, " DEFERRABLE") || strings.Contains(def, " WITH (")
 	}
 	return false
@@ -1107,7 +1108,7 @@ func indexSteps(d Difference, desiredBy map[string]*Object, before, after []Step
 				after = append(after, Step{SQL: "COMMENT ON INDEX " + o.Ident + " IS " + quoteLiteral(comment), Reason: "sets the comment on " + indexName(*o), kind: "index", Table: o.Table})
 			}
 		} else {
-			after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*o) + " ADD CONSTRAINT " + o.Ident + " " + strings.TrimPrefix(def, "u "),
+			after = append(after, Step{SQL: "ALTER TABLE " + checkTable(*o) + " ADD CONSTRAINT " + o.Ident + " " + def[len("u "):],
 				Reason: "adds " + indexName(*o) + " (fails if rows hold duplicates)", Validates: true, kind: "unique constraint", Table: o.Table})
 		}
 	}
@@ -1117,7 +1118,10 @@ func indexSteps(d Difference, desiredBy map[string]*Object, before, after []Step
 // indexName names an index or unique constraint for a reason.
 func indexName(o Object) string {
 	what := "index "
-	if o.Kind == "constraint" {
+	switch {
+	case o.Kind == "constraint" && strings.HasPrefix(o.Def, "p "):
+		what = "primary key "
+	case o.Kind == "constraint":
 		what = "unique constraint "
 	}
 	return what + o.Ident + " on " + checkTable(o)

@@ -81,7 +81,7 @@ func withoutLostIndexes(live, desired *state, also func(pgcatalog.Object) bool) 
 	// An index on one side that is a key's constraint of the same name on
 	// the other is a difference atlas does not see either.
 	// (A primary key is atlas's table key, not one of its indexes: it is
-	// left to atlas.)
+	// left to atlas unless it has what atlas loses.)
 	indexOrUnique := func(o pgcatalog.Object) bool {
 		return o.Kind == "index" || o.Kind == "constraint" && strings.HasPrefix(o.Def, "u ")
 	}
@@ -121,6 +121,9 @@ func withoutLostIndexes(live, desired *state, also func(pgcatalog.Object) bool) 
 		st.objects = objects
 		for _, t := range st.schema.Tables {
 			t.Indexes = slices.DeleteFunc(t.Indexes, func(ix *sqlschema.Index) bool { return taken[t.Name+" "+quoteIdent(ix.Name)] })
+			if t.PrimaryKey != nil && taken[t.Name+" "+quoteIdent(t.PrimaryKey.Name)] {
+				t.PrimaryKey = nil
+			}
 		}
 	}
 }

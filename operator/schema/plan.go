@@ -445,6 +445,7 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	// creates before atlas's statements may use one.
 	newType := func(c *migrate.Change) bool { _, ok := c.Source.(*sqlschema.AddObject); return ok }
 	ds := cmp.domainSides()
+	parents := cmp.live.parents()
 	atlasStatement := func(c *migrate.Change) {
 		reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
@@ -452,7 +453,7 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			reason = "creates an index of new table " + t.T.Name
 		}
 		hs := hazardsOf(c.Source, c.Cmd, ds)
-		p.Statements = append(p.Statements, Statement{SQL: serialSequence(c), Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
+		p.Statements = append(p.Statements, Statement{SQL: onlyParent(c, parents), Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
 	for _, c := range cmp.plan.Changes {
 		if c.Cmd != "" && newType(c) {
@@ -462,10 +463,28 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	for _, o := range cmp.objects {
 		steps(o, o.planned.Before)
 	}
+	// A parent's columns dropped ONLY go first, the parents before their
+	// children: a child's own drop of a column it inherited fails until
+	// its parent's drop leaves the column its own.
+	var rest []*migrate.Change
+	var onlyDrops []*migrate.Change
 	for _, c := range cmp.plan.Changes {
-		if _, _, added := addedEnumValue(c.Cmd); c.Cmd != "" && !newType(c) && !added {
-			atlasStatement(c)
+		if _, _, added := addedEnumValue(c.Cmd); c.Cmd == "" || newType(c) || added {
+			continue
 		}
+		if strings.HasPrefix(onlyParent(c, parents), "ALTER TABLE ONLY ") {
+			onlyDrops = append(onlyDrops, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	depth := cmp.live.inheritanceDepth()
+	slices.SortStableFunc(onlyDrops, func(a, b *migrate.Change) int {
+		ta, tb := a.Source.(*sqlschema.ModifyTable).T, b.Source.(*sqlschema.ModifyTable).T
+		return depth[ta.Schema.Name+"."+ta.Name] - depth[tb.Schema.Name+"."+tb.Name]
+	})
+	for _, c := range append(onlyDrops, rest...) {
+		atlasStatement(c)
 	}
 	for _, o := range createOrder(cmp) {
 		steps(o, o.planned.After)
@@ -494,6 +513,86 @@ func addedEnumValue(cmd string) (enum, value string, ok bool) {
 		return "", "", false
 	}
 	return m[1], m[2], true
+}
+
+// onlyParent is c's statement (serialSequence), but for the columns atlas
+// drops from a table others inherit from (parents, "schema.table"),
+// dropped from it ONLY: the children keep theirs, as their own columns,
+// and those the desired schema drops from a child too go in the child's
+// own statement (without ONLY, PostgreSQL drops a child's inherited
+// column with its parent's, and the child's statement then fails, or a
+// child declaring it anew would lose its values).
+func onlyParent(c *migrate.Change, parents map[string]bool) string {
+	cmd := serialSequence(c)
+	m, ok := c.Source.(*sqlschema.ModifyTable)
+	if !ok || m.T.Schema == nil || !parents[m.T.Schema.Name+"."+m.T.Name] || !strings.HasPrefix(cmd, "ALTER TABLE ") {
+		return cmd
+	}
+	for _, sub := range m.Changes {
+		if _, ok := sub.(*sqlschema.DropColumn); !ok {
+			// ONLY refuses a column added to a parent alone.
+			return cmd
+		}
+	}
+	return "ALTER TABLE ONLY " + strings.TrimPrefix(cmd, "ALTER TABLE ")
+}
+
+// parents are the tables of the side's schemas that others inherit from
+// (not partitioned ones), as "schema.table".
+func (sd *side) parents() map[string]bool {
+	out := map[string]bool{}
+	for _, ps := range sd.inherits() {
+		for _, p := range ps {
+			out[p] = true
+		}
+	}
+	return out
+}
+
+// inherits is the parents of each inheriting table of the side's schemas,
+// as "schema.table" (a parent is taken to be in its child's schema, as
+// the catalog names it unqualified).
+func (sd *side) inherits() map[string][]string {
+	out := map[string][]string{}
+	for _, st := range sd.schemas {
+		for _, o := range st.objects {
+			if o.Kind != "table property" {
+				continue
+			}
+			if _, list, ok := strings.Cut(o.Def, "INHERITS ("); ok {
+				list, _, _ = strings.Cut(list, ")")
+				for _, p := range strings.Split(list, ", ") {
+					child := st.name + "." + unquoteIdent(strings.TrimPrefix(o.Name, quoteIdent(st.name)+"."))
+					out[child] = append(out[child], st.name+"."+unquoteIdent(p))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// inheritanceDepth is how many generations of parents each inheriting
+// table has (a cycle, which PostgreSQL refuses, would stop at the count of
+// tables).
+func (sd *side) inheritanceDepth() map[string]int {
+	in := sd.inherits()
+	depth := map[string]int{}
+	var of func(t string, seen int) int
+	of = func(t string, seen int) int {
+		if d, ok := depth[t]; ok || seen > len(in) {
+			return d
+		}
+		d := 0
+		for _, p := range in[t] {
+			d = max(d, of(p, seen+1)+1)
+		}
+		depth[t] = d
+		return d
+	}
+	for t := range in {
+		of(t, 0)
+	}
+	return depth
 }
 
 // serialSequence is c's statement, but for the sequence atlas creates for
@@ -661,4 +760,12 @@ func ReadPlan(name string, b []byte) (*Plan, error) {
 		return nil, report.Errorf(report.PlanInvalid, "plan %s does not match its digest (says %s, content is %s): it was edited after planning; plan again", name, p.Digest, want)
 	}
 	return &p, nil
+}
+
+// unquoteIdent is the name quote_ident printed as q.
+func unquoteIdent(q string) string {
+	if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' {
+		return strings.ReplaceAll(q[1:len(q)-1], `""`, `"`)
+	}
+	return q
 }

@@ -458,6 +458,88 @@ func TestPlannedTransitions(t *testing.T) {
 			after:  "CREATE TABLE t (id integer PRIMARY KEY, c date);\n",
 			want:   "refused: unplanned_difference",
 		},
+		{
+			// Created before the columns move to it, dropped after.
+			name:   "a column moved to a new collation, the old one dropped",
+			before: "CREATE COLLATION posix2 FROM \"POSIX\";\nCREATE TABLE t (id integer PRIMARY KEY, b text COLLATE posix2);\n",
+			after:  "CREATE COLLATION numeric (provider = icu, locale = 'en-u-kn-true', deterministic = false);\nCREATE TABLE t (id integer PRIMARY KEY, b text COLLATE numeric, c text COLLATE numeric);\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a collation in use changed",
+			before: "CREATE COLLATION num (provider = icu, locale = 'en-u-kn-true');\nCREATE TABLE t (id integer PRIMARY KEY, b text COLLATE num);\n",
+			after:  "CREATE COLLATION num (provider = icu, locale = 'de-u-kn-true');\nCREATE TABLE t (id integer PRIMARY KEY, b text COLLATE num);\n",
+			want:   "refused: unmanaged_object",
+		},
+		{
+			name:   "one table made unlogged and another logged",
+			before: "CREATE UNLOGGED TABLE a (id integer PRIMARY KEY, c text);\nCREATE TABLE b (id integer PRIMARY KEY, c text);\n",
+			after:  "CREATE TABLE a (id integer PRIMARY KEY, c text);\nCREATE UNLOGGED TABLE b (id integer PRIMARY KEY, c text);\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a new unlogged table",
+			before: "CREATE TABLE a (id integer PRIMARY KEY);\n",
+			after:  "CREATE TABLE a (id integer PRIMARY KEY);\nCREATE UNLOGGED TABLE b (id integer PRIMARY KEY, c text);\n",
+			want:   "applied, safe",
+		},
+		{
+			// c becomes a child of p and d stops being one: d detached
+			// before, c attached after atlas's statements.
+			name:   "a table made a child and another no longer one",
+			before: "CREATE TABLE p (id integer, a text);\nCREATE TABLE c (id integer, a text, x integer);\nCREATE TABLE d (x integer) INHERITS (p);\n",
+			after:  "CREATE TABLE p (id integer, a text);\nCREATE TABLE c (x integer) INHERITS (p);\nCREATE TABLE d (id integer, a text, x integer);\n",
+			want:   "applied, safe",
+		},
+		{
+			// The children's id default is nextval of the parent's
+			// sequence, which atlas took for a serial of their own.
+			name:   "new children of a table with a serial",
+			before: "CREATE TABLE a (id integer PRIMARY KEY);\n",
+			after:  "CREATE TABLE a (id integer PRIMARY KEY);\nCREATE TABLE p (id bigserial, kind text NOT NULL);\nCREATE TABLE p1 (CHECK (kind = '1')) INHERITS (p);\nCREATE TABLE p2 (CHECK (kind = '2')) INHERITS (p);\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a column shared by two tables through a sequence of neither",
+			before: "CREATE TABLE a (id integer PRIMARY KEY);\n",
+			after:  "CREATE SEQUENCE shared_id_seq;\nCREATE TABLE a (id integer PRIMARY KEY DEFAULT nextval('shared_id_seq'));\nCREATE TABLE b (id integer PRIMARY KEY DEFAULT nextval('shared_id_seq'));\n",
+			want:   "applied, safe",
+		},
+		{
+			// Dropped from the parent alone: the child keeps its values.
+			name:   "a column dropped from a parent and kept by its child",
+			before: "CREATE TABLE base (id integer DEFAULT 7, e integer);\nCREATE TABLE a (a1 integer, a2 integer) INHERITS (base);\n",
+			after:  "CREATE TABLE base (id integer DEFAULT 7);\nCREATE TABLE a (a1 integer, e integer) INHERITS (base);\n",
+			want:   "applied, destructive",
+		},
+		{
+			// Each generation's drop after its parent's: an inherited
+			// column cannot be dropped from a child.
+			name:   "a column dropped from three generations, the grandchild keeping it",
+			before: "CREATE TABLE g (id integer, a integer, b integer);\nCREATE TABLE p (x integer) INHERITS (g);\nCREATE TABLE c (y integer) INHERITS (p);\n",
+			after:  "CREATE TABLE g (id integer, a integer);\nCREATE TABLE p (x integer) INHERITS (g);\nCREATE TABLE c (y integer, b integer) INHERITS (p);\n",
+			want:   "applied, destructive",
+		},
+		{
+			name:   "a primary key made deferrable",
+			before: "CREATE TABLE a (id integer PRIMARY KEY, c text);\n",
+			after:  "CREATE TABLE a (id integer PRIMARY KEY DEFERRABLE INITIALLY DEFERRED, c text);\n",
+			want:   "applied, safe",
+		},
+		{
+			// A foreign key cannot reference a deferrable key: it is
+			// added after the key is made again.
+			name:   "a primary key made not deferrable and referenced",
+			before: "CREATE TABLE a (id integer PRIMARY KEY DEFERRABLE, c text);\nCREATE TABLE b (id integer PRIMARY KEY);\n",
+			after:  "CREATE TABLE a (id integer PRIMARY KEY, c text);\nCREATE TABLE b (id integer PRIMARY KEY REFERENCES a);\n",
+			want:   "applied, safe",
+		},
+		{
+			name:   "a primary key with storage parameters added to a table",
+			before: "CREATE TABLE t (id integer NOT NULL, c text);\n",
+			after:  "CREATE TABLE t (id integer NOT NULL, c text, PRIMARY KEY (id) WITH (fillfactor = 70));\n",
+			want:   "applied, safe",
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
