@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -337,16 +338,55 @@ func unborrowSerials(ctx context.Context, tx *sql.Tx, s *sqlschema.Schema) error
 		if !ok {
 			continue
 		}
-		st, ok := c.Type.Type.(*postgres.SerialType)
+		asInteger(c, def)
+	}
+	return rows.Err()
+}
+
+// asInteger makes serial column c the integer it stores, with default def.
+func asInteger(c *sqlschema.Column, def string) {
+	st, ok := c.Type.Type.(*postgres.SerialType)
+	if !ok {
+		return
+	}
+	typ := map[string]string{postgres.TypeSmallSerial: postgres.TypeSmallInt, postgres.TypeSerial: postgres.TypeInteger, postgres.TypeBigSerial: postgres.TypeBigInt}[strings.ToLower(st.T)]
+	if typ == "" {
+		return
+	}
+	c.Type.Type, c.Type.Raw = &sqlschema.IntegerType{T: typ}, typ
+	c.Default = &sqlschema.RawExpr{X: def}
+}
+
+// nextvalOf matches a nextval default and the sequence's name, as atlas
+// reads a serial's.
+var nextvalOf = regexp.MustCompile(`^nextval\('(?:"?[\w$]+"?\.)?"?([\w$]+)"?'(?:::regclass)?\)$`)
+
+// sameSequence leaves atlas no serial on one side where the other side's
+// column is an integer whose default is nextval of the same sequence,
+// borrowed (unborrowSerials): only the sequence's owner differs, which is
+// planned with the sequence (OWNED BY); atlas would drop the sequence, or
+// create one, for a serial made a plain integer or back.
+func sameSequence(l, d *state) {
+	for _, lt := range l.schema.Tables {
+		dt, ok := d.schema.Table(lt.Name)
 		if !ok {
 			continue
 		}
-		typ := map[string]string{postgres.TypeSmallSerial: postgres.TypeSmallInt, postgres.TypeSerial: postgres.TypeInteger, postgres.TypeBigSerial: postgres.TypeBigInt}[strings.ToLower(st.T)]
-		if typ == "" {
-			continue
+		for _, lc := range lt.Columns {
+			dc, ok := dt.Column(lc.Name)
+			if !ok {
+				continue
+			}
+			for _, pair := range [][2]*sqlschema.Column{{lc, dc}, {dc, lc}} {
+				st, serial := pair[0].Type.Type.(*postgres.SerialType)
+				x, borrowed := pair[1].Default.(*sqlschema.RawExpr)
+				if !serial || !borrowed {
+					continue
+				}
+				if m := nextvalOf.FindStringSubmatch(x.X); m != nil && m[1] == st.SequenceName {
+					asInteger(pair[0], x.X)
+				}
+			}
 		}
-		c.Type.Type, c.Type.Raw = &sqlschema.IntegerType{T: typ}, typ
-		c.Default = &sqlschema.RawExpr{X: def}
 	}
-	return rows.Err()
 }

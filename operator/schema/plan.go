@@ -284,6 +284,7 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 			return nil, err
 		}
 		withoutLostIndexes(l, d, handOver(enums))
+		sameSequence(l, d)
 		atlasIdentities[i] = withoutIdentities(l, d)
 		if err := partitionKeyChanged(l.name, l.schema, d.schema); err != nil {
 			return nil, err

@@ -472,6 +472,14 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "refused: unmanaged_object",
 		},
 		{
+			// Only the sequences' owners change: neither is dropped nor
+			// made anew (their positions are kept).
+			name:   "a serial made an integer on its sequence, and an integer on a sequence made a serial",
+			before: "CREATE TABLE a (id serial PRIMARY KEY);\nCREATE SEQUENCE b_id_seq AS integer;\nCREATE TABLE b (id integer PRIMARY KEY DEFAULT nextval('b_id_seq'));\n",
+			after:  "CREATE SEQUENCE a_id_seq AS integer;\nCREATE TABLE a (id integer PRIMARY KEY DEFAULT nextval('a_id_seq'));\nCREATE TABLE b (id serial PRIMARY KEY);\n",
+			want:   "applied, safe",
+		},
+		{
 			name:   "one table made unlogged and another logged",
 			before: "CREATE UNLOGGED TABLE a (id integer PRIMARY KEY, c text);\nCREATE TABLE b (id integer PRIMARY KEY, c text);\n",
 			after:  "CREATE TABLE a (id integer PRIMARY KEY, c text);\nCREATE UNLOGGED TABLE b (id integer PRIMARY KEY, c text);\n",
