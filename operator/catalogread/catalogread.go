@@ -436,6 +436,18 @@ JOIN pg_namespace n ON n.oid = c.relnamespace
 WHERE n.nspname = $1 AND NOT i.indisvalid
 ORDER BY c.relname`
 
+	// InheritedColumns lists the columns of schema $1's inheriting tables
+	// (not partitions) that the table does not declare itself: table,
+	// column.
+	InheritedColumns = `
+SELECT t.relname, a.attname
+FROM pg_attribute a
+JOIN pg_class t ON t.oid = a.attrelid
+JOIN pg_namespace n ON n.oid = t.relnamespace
+WHERE n.nspname = $1 AND t.relkind IN ('r', 'p') AND NOT t.relispartition
+  AND a.attnum > 0 AND NOT a.attisdropped AND a.attinhcount > 0 AND NOT a.attislocal
+ORDER BY 1, a.attnum`
+
 	// RunsAs is the role ptah runs as on the target.
 	RunsAs = "SELECT current_user"
 	// SetTargetRole names the target's role in the dev database's
@@ -464,7 +476,7 @@ ORDER BY 1, 2`
 
 // ptahStatements are the statements of ptah's own code above.
 var ptahStatements = []string{Objects, SetSearchPath, SetLockTimeout, WriterLock, WriterUnlock, WriterLockXact,
-	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, BorrowedSequences, RunsAs, SetTargetRole, Rendering}
+	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, BorrowedSequences, InheritedColumns, RunsAs, SetTargetRole, Rendering}
 
 // DriverStatements are what pgx sends by itself: a ping and the ends of a
 // read-only transaction. They never pass through Check (pgx writes them

@@ -131,7 +131,7 @@ FROM rel r WHERE r.relkind <> 'S'
 UNION ALL
 -- columns of every relation, with what the column owns
 SELECT r.relname, r.root, a.attname::text, NULL, NULL,
-       format('column %s.%s type=%s collation=%s notnull=%s default=%s identity=%s generated=%s storage=%s compression=%s stattarget=%s options=%s fdwoptions=%s comment=%s acl=%s',
+       format('column %s.%s type=%s collation=%s notnull=%s default=%s identity=%s generated=%s storage=%s compression=%s stattarget=%s options=%s fdwoptions=%s comment=%s acl=%s local=%s',
          r.qname, quote_ident(a.attname), format_type(a.atttypid, a.atttypmod),
          CASE WHEN a.attcollation <> t.typcollation THEN (SELECT quote_ident(cn.nspname) || '.' || quote_ident(co.collname) FROM pg_collation co
                                                            JOIN pg_namespace cn ON cn.oid = co.collnamespace WHERE co.oid = a.attcollation) END,
@@ -146,7 +146,11 @@ SELECT r.relname, r.root, a.attname::text, NULL, NULL,
          col_description(r.oid, a.attnum),
          (SELECT string_agg(g, ',' ORDER BY g) FROM (SELECT CASE WHEN x.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(pg_get_userbyid(x.grantee)::text) END
             || ':' || x.privilege_type || CASE WHEN x.is_grantable THEN '*' ELSE '' END AS g
-            FROM aclexplode(a.attacl) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> r.relowner) a))
+            FROM aclexplode(a.attacl) x WHERE x.grantee <> current_user::text::regrole::oid AND pg_get_userbyid(x.grantee)::text IS DISTINCT FROM nullif(current_setting('ptah.target_role', true), '') AND x.grantee <> r.relowner) a),
+         -- an inheriting table's column declared by it too (t) or only
+         -- inherited (f): the parent's DROP COLUMN takes only the latter.
+         -- A partition's columns are all its parent's, however made.
+         CASE WHEN NOT r.relispartition THEN a.attislocal END)
 FROM rel r
 JOIN pg_attribute a ON a.attrelid = r.oid AND a.attnum > 0 AND NOT a.attisdropped
 JOIN pg_type t ON t.oid = a.atttypid

@@ -1195,7 +1195,8 @@ func tablePropertySteps(d Difference, liveBy map[string]*Object) (before, after 
 	}
 	o := d.Object()
 	if liveBy["table "+o.Name] == nil {
-		l.partition = w.partition
+		// A new table is created with its key and parents.
+		l.partition, l.inherits = w.partition, w.inherits
 	}
 	if l.partition != w.partition || w.persistence == "TEMPORARY" || l.persistence == "TEMPORARY" || w.replica == "REPLICA IDENTITY USING INDEX " {
 		return nil, nil, false

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 
 	"ptah.run/operator/operator/catalogread"
 	"ptah.run/operator/operator/pgcatalog"
+	"ptah.run/operator/operator/report"
 )
 
 // Managed is the schema ptah keeps when it is told no other; the desired
@@ -41,6 +43,9 @@ type state struct {
 	invalid []invalidIndex
 	// missing is true when the database has no such schema.
 	missing bool
+	// inherited is, by table, the columns an inheriting table has from
+	// its parents alone (it does not declare them itself).
+	inherited map[string][]string
 	// recreate holds the catalog keys of objects made again, unchanged,
 	// around what the plan recreates (enumRecreation); recreatedTypes the
 	// types whose grants are given again.
@@ -171,6 +176,10 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 	if err := unborrowSerials(ctx, tx, s); err != nil {
 		return nil, err
 	}
+	inherited, err := readInherited(ctx, tx, name)
+	if err != nil {
+		return nil, err
+	}
 	// A key whose index is invalid is dropped with it (dropInvalid): it
 	// is not there to compare.
 	objects = slices.DeleteFunc(objects, func(o pgcatalog.Object) bool {
@@ -186,7 +195,7 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 	if err != nil {
 		return nil, err
 	}
-	return &state{name: name, schema: s, objects: objects, fingerprint: fp, invalid: invalid}, nil
+	return &state{name: name, schema: s, objects: objects, fingerprint: fp, invalid: invalid, inherited: inherited}, nil
 }
 
 // crossSchemaDeps adds to the views of schema name the relations of the
@@ -389,4 +398,55 @@ func sameSequence(l, d *state) {
 			}
 		}
 	}
+}
+
+// readInherited reads the columns schema's inheriting tables have from
+// their parents alone.
+func readInherited(ctx context.Context, tx *sql.Tx, schema string) (map[string][]string, error) {
+	rows, err := tx.QueryContext(ctx, catalogread.InheritedColumns, schema)
+	if err != nil {
+		return nil, fmt.Errorf("read the inherited columns of schema %q: %w", schema, err)
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var table, column string
+		if err := rows.Scan(&table, &column); err != nil {
+			return nil, fmt.Errorf("read the inherited columns of schema %q: %w", schema, err)
+		}
+		out[table] = append(out[table], column)
+	}
+	return out, rows.Err()
+}
+
+// inheritedLeftOut leaves out of the desired tables the live database
+// lacks the columns they only inherit: such a table is created with
+// INHERITS (withInherits) and has them from its parents, as the desired
+// one does (created with all its columns and then made a child, it would
+// declare them itself, and its parent's DROP COLUMN would not take them).
+// A table the database has that declares a column the desired one only
+// inherits is refused: PostgreSQL has no statement that takes a column's
+// declaration away and keeps the column.
+func inheritedLeftOut(l, d *state) error {
+	for _, name := range slices.Sorted(maps.Keys(d.inherited)) {
+		cols := d.inherited[name]
+		if l.hasTable(name) {
+			var own []string
+			for _, c := range cols {
+				if !slices.Contains(l.inherited[name], c) {
+					own = append(own, quoteIdent(c))
+				}
+			}
+			if len(own) > 0 {
+				return report.Errorf(report.UnplannedDifference, "table %s.%s declares column(s) %s itself in the database, and only inherits them from its parents in the desired schema; PostgreSQL cannot make a table's own column an inherited one, so ptah plans nothing: declare them in the table's CREATE TABLE (as they are in the database), or create the table anew in a migration", quoteIdent(l.name), quoteIdent(name), strings.Join(own, ", "))
+			}
+			continue
+		}
+		t, ok := d.schema.Table(name)
+		if !ok {
+			continue
+		}
+		t.Columns = slices.DeleteFunc(t.Columns, func(c *sqlschema.Column) bool { return slices.Contains(cols, c.Name) })
+	}
+	return nil
 }

@@ -285,6 +285,9 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 		}
 		withoutLostIndexes(l, d, handOver(enums))
 		sameSequence(l, d)
+		if err := inheritedLeftOut(l, d); err != nil {
+			return nil, err
+		}
 		atlasIdentities[i] = withoutIdentities(l, d)
 		if err := partitionKeyChanged(l.name, l.schema, d.schema); err != nil {
 			return nil, err
@@ -446,7 +449,7 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	// creates before atlas's statements may use one.
 	newType := func(c *migrate.Change) bool { _, ok := c.Source.(*sqlschema.AddObject); return ok }
 	ds := cmp.domainSides()
-	parents := cmp.live.parents()
+	parents, childOf := cmp.live.parents(), cmp.desired.inherits()
 	atlasStatement := func(c *migrate.Change) {
 		reason := judge(c.Source)
 		if t, ok := c.Source.(*sqlschema.AddTable); ok && strings.HasPrefix(c.Cmd, "CREATE INDEX") {
@@ -454,7 +457,7 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			reason = "creates an index of new table " + t.T.Name
 		}
 		hs := hazardsOf(c.Source, c.Cmd, ds)
-		p.Statements = append(p.Statements, Statement{SQL: onlyParent(c, parents), Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
+		p.Statements = append(p.Statements, Statement{SQL: withInherits(c, onlyParent(c, parents), childOf), Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
 	for _, c := range cmp.plan.Changes {
 		if c.Cmd != "" && newType(c) {
@@ -479,11 +482,24 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			rest = append(rest, c)
 		}
 	}
-	depth := cmp.live.inheritanceDepth()
+	depth, newDepth := cmp.live.inheritanceDepth(), cmp.desired.inheritanceDepth()
 	slices.SortStableFunc(onlyDrops, func(a, b *migrate.Change) int {
 		ta, tb := a.Source.(*sqlschema.ModifyTable).T, b.Source.(*sqlschema.ModifyTable).T
 		return depth[ta.Schema.Name+"."+ta.Name] - depth[tb.Schema.Name+"."+tb.Name]
 	})
+	// A new child is created after its new parents, a dropped child
+	// before its dropped parents (PostgreSQL refuses to drop a parent
+	// under its children).
+	generation := func(c *migrate.Change) int {
+		switch x := c.Source.(type) {
+		case *sqlschema.AddTable:
+			return newDepth[qualified(x.T)]
+		case *sqlschema.DropTable:
+			return -depth[qualified(x.T)]
+		}
+		return 0
+	}
+	slices.SortStableFunc(rest, func(a, b *migrate.Change) int { return generation(a) - generation(b) })
 	for _, c := range append(onlyDrops, rest...) {
 		atlasStatement(c)
 	}
@@ -514,6 +530,37 @@ func addedEnumValue(cmd string) (enum, value string, ok bool) {
 		return "", "", false
 	}
 	return m[1], m[2], true
+}
+
+// withInherits is cmd, atlas's statement c, but for a new table that
+// inherits (childOf, by "schema.table"), created with INHERITS: it has
+// the columns it does not declare from its parents (inheritedLeftOut).
+func withInherits(c *migrate.Change, cmd string, childOf map[string][]string) string {
+	a, ok := c.Source.(*sqlschema.AddTable)
+	if !ok || !strings.HasPrefix(cmd, "CREATE TABLE ") || !strings.HasSuffix(cmd, ")") {
+		return cmd
+	}
+	parents := childOf[qualified(a.T)]
+	if len(parents) == 0 {
+		return cmd
+	}
+	var names []string
+	for _, p := range parents {
+		_, name, _ := strings.Cut(p, ".")
+		names = append(names, quoteIdent(name))
+	}
+	// atlas writes "(, CONSTRAINT ..." for a table of no columns of its
+	// own.
+	cmd = strings.Replace(cmd, " (, ", " (", 1)
+	return cmd + " INHERITS (" + strings.Join(names, ", ") + ")"
+}
+
+// qualified is a table's name as inherits keys it, "schema.table".
+func qualified(t *sqlschema.Table) string {
+	if t.Schema == nil {
+		return t.Name
+	}
+	return t.Schema.Name + "." + t.Name
 }
 
 // onlyParent is c's statement (serialSequence), but for the columns atlas

@@ -493,11 +493,36 @@ func TestPlannedTransitions(t *testing.T) {
 		},
 		{
 			// c becomes a child of p and d stops being one: d detached
-			// before, c attached after atlas's statements.
+			// before, c attached after atlas's statements. c declares
+			// the columns it has from p, as an existing table made a
+			// child does.
 			name:   "a table made a child and another no longer one",
 			before: "CREATE TABLE p (id integer, a text);\nCREATE TABLE c (id integer, a text, x integer);\nCREATE TABLE d (x integer) INHERITS (p);\n",
-			after:  "CREATE TABLE p (id integer, a text);\nCREATE TABLE c (x integer) INHERITS (p);\nCREATE TABLE d (id integer, a text, x integer);\n",
+			after:  "CREATE TABLE p (id integer, a text);\nCREATE TABLE c (id integer, a text, x integer) INHERITS (p);\nCREATE TABLE d (id integer, a text, x integer);\n",
 			want:   "applied, safe",
+		},
+		{
+			// PostgreSQL has no statement that makes a column a table
+			// declares one it only inherits: the proof names it.
+			name:   "an existing table made a child that only inherits its columns",
+			before: "CREATE TABLE p (id integer, a text);\nCREATE TABLE c (id integer, a text, x integer);\n",
+			after:  "CREATE TABLE p (id integer, a text);\nCREATE TABLE c (x integer) INHERITS (p);\n",
+			want:   "refused: unplanned_difference",
+		},
+		{
+			// Created with INHERITS after its new parent (atlas's order
+			// is by name), the columns left to the parent.
+			name:   "a new parent and its new children",
+			before: "CREATE TABLE a (id integer PRIMARY KEY);\n",
+			after:  "CREATE TABLE a (id integer PRIMARY KEY);\nCREATE TABLE z (id integer, kind text NOT NULL, CHECK (kind <> ''));\nCREATE TABLE c1 (x integer, UNIQUE (id, kind)) INHERITS (z);\nCREATE TABLE c2 (id integer, kind text NOT NULL) INHERITS (z);\nCREATE TABLE c3 () INHERITS (c1, c2);\n",
+			want:   "applied, safe",
+		},
+		{
+			// Children dropped before their parents.
+			name:   "a parent and its children dropped",
+			before: "CREATE TABLE a (id integer PRIMARY KEY);\nCREATE TABLE z (id integer, v text);\nCREATE TABLE c1 (x integer) INHERITS (z);\nCREATE TABLE c2 () INHERITS (c1);\n",
+			after:  "CREATE TABLE a (id integer PRIMARY KEY);\n",
+			want:   "applied, destructive",
 		},
 		{
 			// The children's id default is nextval of the parent's

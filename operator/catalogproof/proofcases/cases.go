@@ -135,6 +135,8 @@ var Pairs = []Pair{
 	{Name: "a table's storage parameters", Live: "ALTER TABLE facts SET (fillfactor = 70);"},
 	{Name: "an unlogged table", Live: "ALTER TABLE facts SET UNLOGGED;"},
 	{Name: "an inherited table", Live: "CREATE TABLE child () INHERITS (facts);", Desired: "CREATE TABLE child (k int, s text, n int);"},
+	{Name: "an inherited column declared by its child too", Live: "CREATE TABLE child () INHERITS (facts);",
+		Desired: "CREATE TABLE child (k int, s text, n int); ALTER TABLE child INHERIT facts;"},
 	{Name: "a comment on a column", Live: "COMMENT ON COLUMN facts.n IS 'how many';"},
 	{Name: "a comment on an index", Live: "COMMENT ON INDEX u_x IS 'by x';"},
 	{Name: "a comment on a constraint", Live: "COMMENT ON CONSTRAINT t_pkey ON t IS 'the key';"},
