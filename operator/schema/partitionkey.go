@@ -10,8 +10,9 @@ import (
 )
 
 // partitionKeyChanged refuses a table whose partition key differs between
-// the live schema and the desired one: PostgreSQL cannot change a table's
-// partition key, and no ALTER does it.
+// the live schema and the desired one, or that is partitioned on one side
+// only: PostgreSQL cannot change a table's partition key, and no ALTER
+// does it.
 func partitionKeyChanged(schema string, live, desired *sqlschema.Schema) error {
 	for _, lt := range live.Tables {
 		dt, ok := desired.Table(lt.Name)
@@ -19,8 +20,17 @@ func partitionKeyChanged(schema string, live, desired *sqlschema.Schema) error {
 			continue
 		}
 		lk, dk := partitionKey(lt), partitionKey(dt)
-		if lk == "" || dk == "" || lk == dk {
+		if lk == dk {
 			continue
+		}
+		if lk == "" || dk == "" {
+			has := func(k string) string {
+				if k == "" {
+					return "a plain table"
+				}
+				return "partitioned (PARTITION BY " + k + ")"
+			}
+			return report.Errorf(report.UnplannedDifference, "table %s.%s is %s in the database and %s in the desired schema; PostgreSQL cannot partition a table or make a partitioned one plain, so ptah plans nothing: create the table anew under another name, move its rows and swap the names in a migration, or declare the table as the database has it", quoteIdent(schema), quoteIdent(lt.Name), has(lk), has(dk))
 		}
 		return report.Errorf(report.UnplannedDifference, "the partition key of table %s.%s differs: the database has PARTITION BY %s, the desired schema PARTITION BY %s; PostgreSQL cannot change a table's partition key, so ptah plans nothing: create the table anew under another name with the new key, move its rows and swap the names in a migration, or declare the key the database has", quoteIdent(schema), quoteIdent(lt.Name), lk, dk)
 	}

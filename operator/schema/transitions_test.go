@@ -472,6 +472,18 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "refused: unmanaged_object",
 		},
 		{
+			name:   "a partitioned table made a plain one",
+			before: part,
+			after:  "CREATE TABLE p (id integer NOT NULL, k integer);\n",
+			want:   "refused: unplanned_difference",
+		},
+		{
+			name:   "a plain table partitioned",
+			before: "CREATE TABLE p (id integer NOT NULL, k integer);\n",
+			after:  part,
+			want:   "refused: unplanned_difference",
+		},
+		{
 			// Only the sequences' owners change: neither is dropped nor
 			// made anew (their positions are kept).
 			name:   "a serial made an integer on its sequence, and an integer on a sequence made a serial",
