@@ -448,6 +448,10 @@ WHERE n.nspname = $1 AND t.relkind IN ('r', 'p') AND NOT t.relispartition
   AND a.attnum > 0 AND NOT a.attisdropped AND a.attinhcount > 0 AND NOT a.attislocal
 ORDER BY 1, a.attnum`
 
+	// Roles lists the target's roles but PostgreSQL's own, for the dev
+	// server to have them too (devdb.Server.MirrorRoles).
+	Roles = "SELECT rolname FROM pg_roles WHERE rolname !~ '^pg_' ORDER BY 1"
+
 	// RunsAs is the role ptah runs as on the target.
 	RunsAs = "SELECT current_user"
 	// SetTargetRole names the target's role in the dev database's
@@ -476,7 +480,7 @@ ORDER BY 1, 2`
 
 // ptahStatements are the statements of ptah's own code above.
 var ptahStatements = []string{Objects, SetSearchPath, SetLockTimeout, WriterLock, WriterUnlock, WriterLockXact,
-	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, BorrowedSequences, InheritedColumns, RunsAs, SetTargetRole, Rendering}
+	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, BorrowedSequences, InheritedColumns, Roles, RunsAs, SetTargetRole, Rendering}
 
 // DriverStatements are what pgx sends by itself: a ping and the ends of a
 // read-only transaction. They never pass through Check (pgx writes them

@@ -194,6 +194,44 @@ func (s *Server) Fresh(ctx context.Context, target *database.DB) (db *database.D
 	return db, func() { db.Close(); cleanup() }, nil
 }
 
+// MirrorRoles creates on the dev server, as roles that can do nothing
+// (NOLOGIN, no attribute, member of none), those of names it lacks: the
+// target's roles, for the desired SQL's grants to them (GRANT ... TO
+// app_reader) to load as they apply on the target. The comparison's role
+// cannot become them, so it gains nothing by their being there. They are
+// kept: other comparisons may be granting to them, and a role is the
+// server's, not one database's.
+func (s *Server) MirrorRoles(ctx context.Context, names []string) error {
+	rows, err := s.conn.QueryContext(ctx, "SELECT rolname FROM pg_roles WHERE rolname = ANY($1)", names)
+	if err != nil {
+		return database.StatementError(s.Target, "read the dev server's roles", err)
+	}
+	has := map[string]bool{}
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return database.StatementError(s.Target, "read the dev server's roles", err)
+		}
+		has[n] = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return database.StatementError(s.Target, "read the dev server's roles", err)
+	}
+	for _, n := range names {
+		if has[n] {
+			continue
+		}
+		_, err := s.conn.ExecContext(ctx, "CREATE ROLE "+pgx.Identifier{n}.Sanitize()+" NOLOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS")
+		var pgErr *pgconn.PgError
+		if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42710") { // made meanwhile
+			return database.StatementError(s.Target, "create role "+pgx.Identifier{n}.Sanitize()+" as the target has it", err)
+		}
+	}
+	return nil
+}
+
 // openAs connects to database name as role name with password: same
 // host, port and TLS as the dev URL, none of its credentials.
 func (s *Server) openAs(ctx context.Context, name, password string) (*database.DB, error) {

@@ -149,3 +149,52 @@ func BenchmarkFresh(b *testing.B) {
 		drop()
 	}
 }
+
+// TestMirroredRolesCanDoNothing: the target's roles made on the dev server
+// are NOLOGIN with no attribute and no membership, whatever their name
+// (quoted, uppercase, with a quote in it); a role the server has is left as
+// it is, and mirroring twice is no error.
+func TestMirroredRolesCanDoNothing(t *testing.T) {
+	ctx := context.Background()
+	local, err := devdb.StartLocal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Stop()
+	srv, err := devdb.Open(ctx, local.URL, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	conn, err := pgx.Connect(ctx, local.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE ROLE kept LOGIN CREATEDB"); err != nil {
+		t.Fatal(err)
+	}
+	names := []string{"app_reader", "Audit Team", `o"brien; DROP ROLE kept`, "kept"}
+	for range 2 {
+		if err := srv.MirrorRoles(ctx, names); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range names[:3] {
+		var login, super, createDB, createRole, repl, bypass bool
+		var members int
+		err := conn.QueryRow(ctx, `SELECT rolcanlogin, rolsuper, rolcreatedb, rolcreaterole, rolreplication, rolbypassrls,
+		        (SELECT count(*) FROM pg_auth_members m WHERE m.member = r.oid)
+		   FROM pg_roles r WHERE rolname = $1`, n).Scan(&login, &super, &createDB, &createRole, &repl, &bypass, &members)
+		if err != nil {
+			t.Fatalf("role %q: %v", n, err)
+		}
+		if login || super || createDB || createRole || repl || bypass || members > 0 {
+			t.Errorf("role %q can do something: login=%v super=%v createdb=%v createrole=%v replication=%v bypassrls=%v memberships=%d", n, login, super, createDB, createRole, repl, bypass, members)
+		}
+	}
+	var login, createDB bool
+	if err := conn.QueryRow(ctx, "SELECT rolcanlogin, rolcreatedb FROM pg_roles WHERE rolname = 'kept'").Scan(&login, &createDB); err != nil || !login || !createDB {
+		t.Errorf("a role the dev server had was changed: login=%v createdb=%v (%v)", login, createDB, err)
+	}
+}

@@ -152,6 +152,13 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	if err := tx.QueryRowContext(ctx, catalogread.RunsAs).Scan(&runsAs); err != nil {
 		return nil, database.StatementError(db.Target, "read the role ptah runs as", err)
 	}
+	roles, err := targetRoles(ctx, tx)
+	if err != nil {
+		return nil, database.StatementError(db.Target, "read the roles", err)
+	}
+	if err := opts.Dev.MirrorRoles(ctx, roles); err != nil {
+		return nil, err
+	}
 	var desired *side
 	var desiredLines []string
 	var desiredErr error
@@ -200,6 +207,24 @@ func compare(ctx context.Context, db *database.DB, files []File, opts Options) (
 	}
 	cmp.liveLines, cmp.desiredLines = liveLines, desiredLines
 	return cmp, nil
+}
+
+// targetRoles is the target's roles but PostgreSQL's own.
+func targetRoles(ctx context.Context, tx *sql.Tx) ([]string, error) {
+	rows, err := tx.QueryContext(ctx, catalogread.Roles)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, rows.Err()
 }
 
 // prove holds a claim of in sync (an empty plan, no drift) to the

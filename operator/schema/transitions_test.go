@@ -623,3 +623,34 @@ func TestAnExplicitCastIsWrittenAsUsing(t *testing.T) {
 		t.Fatalf("values after the apply: %q (%v), want true,false,null", got, err)
 	}
 }
+
+// TestGrantsToTheTargetsRoles: desired SQL granting to roles the target's
+// server has (a reader, one whose name needs quoting) loads on the dev
+// server, which has none of them until the plan mirrors them there; the
+// grants are planned, applied, and a second plan is empty.
+func TestGrantsToTheTargetsRoles(t *testing.T) {
+	e := newEngine(t)
+	e.pg.Exec(t, "postgres", `CREATE ROLE app_reader; CREATE ROLE "Audit Team"`)
+	db := e.caseDB(t)
+	defer db.drop()
+	if _, err := db.Exec("CREATE TABLE t (id integer PRIMARY KEY, c text)"); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	desired := files("CREATE TABLE t (id integer PRIMARY KEY, c text);\nGRANT SELECT ON t TO app_reader;\nGRANT SELECT (c), UPDATE (c) ON t TO \"Audit Team\";\nCREATE POLICY readers ON t FOR SELECT TO app_reader USING (true);\n")
+	p, err := ComputePlan(ctx, db.DB, desired, e.o(Options{}))
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	if _, err := Apply(ctx, db.DB, p, ApplyOptions{LockTimeout: 10 * time.Second}); err != nil {
+		t.Fatalf("apply: %v\n%s", err, planText(p))
+	}
+	var acl string
+	if err := db.QueryRow("SELECT coalesce(relacl::text, '') FROM pg_class WHERE relname = 't'").Scan(&acl); err != nil || !strings.Contains(acl, "app_reader=r/") {
+		t.Fatalf("grants after the apply: %q (%v)\nplan:\n%s", acl, err, planText(p))
+	}
+	again, err := ComputePlan(ctx, db.DB, desired, e.o(Options{}))
+	if err != nil || len(again.Statements) > 0 {
+		t.Fatalf("planned again after the apply: %s (%v)", outcome(again, nil, err), err)
+	}
+}
