@@ -39,7 +39,9 @@ func TestNoSilentConvergence(t *testing.T) {
 		{"comment on a constraint", "COMMENT ON CONSTRAINT t_pkey ON t IS 'the key';", "comment on constraint", "on t", true},
 		{"comment on the schema", "COMMENT ON SCHEMA public IS 'ours';", "comment on schema", "public", true},
 		{"rule", "CREATE RULE noins AS ON INSERT TO t DO INSTEAD NOTHING;", "rule", "noins on t", false},
-		{"unlogged table", "CREATE UNLOGGED TABLE u (id int);", "table property", "u", false},
+		{"unlogged table", "CREATE UNLOGGED TABLE u (id int);", "table property", "u", true},
+		{"table made unlogged", "ALTER TABLE t SET UNLOGGED;", "table property", "t", true},
+		{"inheriting table", "CREATE TABLE c (w int) INHERITS (t);", "table property", "c", true},
 		{"another schema", "CREATE SCHEMA app; CREATE TABLE app.x (id int);", "schema", "app", false},
 	}
 	for _, c := range cases {
@@ -111,11 +113,10 @@ func TestNoSilentConvergence(t *testing.T) {
 			t.Fatalf("want an empty plan with equal fingerprints, got %+v", p)
 		}
 	})
-	t.Run("a difference atlas does not see", func(t *testing.T) {
+	t.Run("a difference atlas does not see is planned from the catalog", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, "CREATE TABLE s (id int PRIMARY KEY);")
-		_, err := ComputePlan(context.Background(), db, files("CREATE TABLE s (id int PRIMARY KEY DEFERRABLE);"), e.o(Options{}))
-		wantNamed(t, err, "constraint", "PRIMARY KEY (id) on s")
+		converges(t, e, db, "CREATE TABLE s (id int PRIMARY KEY DEFERRABLE);")
 	})
 }
 
@@ -154,9 +155,8 @@ func wantNamed(t *testing.T, err error, kind, object string) {
 
 // TestPartitionOwnObjects: what a partition has of its own, not from its
 // partitioned table: its indexes, constraints, columns' own NOT NULL,
-// defaults and comments and its properties are planned on it, either way;
-// its persistence is refused on either side; what it inherits keeps
-// planning.
+// defaults and comments and its properties (its persistence too) are
+// planned on it, either way; what it inherits keeps planning.
 func TestPartitionOwnObjects(t *testing.T) {
 	e := newEngine(t)
 	const base = `CREATE TABLE r (id bigint PRIMARY KEY);
@@ -202,25 +202,17 @@ CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-
 			converges(t, e, db, base)
 		})
 	}
-	// What is still not planned is refused on either side, saying what to
-	// do: a partition's persistence.
+	// A partition's persistence is its own: SET UNLOGGED or LOGGED on it.
 	const unlogged = "ALTER TABLE logs_01 SET UNLOGGED;"
 	t.Run("persistence only desired", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, base)
-		_, err := ComputePlan(context.Background(), db, files(base+unlogged), e.o(Options{}))
-		wantNamed(t, err, "partition property", "logs_01")
-		if !strings.Contains(err.Error(), "partitioned table") {
-			t.Fatalf("want the refusal to say what to do, got %v", err)
-		}
-		_, err = ComputeDrift(context.Background(), db, files(base+unlogged), e.o(Options{}), true)
-		wantNamed(t, err, "partition property", "logs_01")
+		converges(t, e, db, base+unlogged)
 	})
 	t.Run("persistence only in the database", func(t *testing.T) {
 		db, _ := e.db(t)
 		exec(t, db, base+unlogged)
-		_, err := ComputePlan(context.Background(), db, files(base), e.o(Options{}))
-		wantNamed(t, err, "partition property", "logs_01")
+		converges(t, e, db, base)
 	})
 	t.Run("an excluded partitioned table takes in its partitions' own objects", func(t *testing.T) {
 		db, _ := e.db(t)
