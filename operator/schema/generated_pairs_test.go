@@ -44,10 +44,10 @@ type genTable struct {
 	// keys reference (PostgreSQL refuses a key of a permanent table on an
 	// unlogged one, and any on a deferrable key).
 	unlogged, deferrableKey bool
-	cols        []genCol
-	checks      []string // column names with a check on them
-	indexes     []genIndex
-	comment     string
+	cols                    []genCol
+	checks                  []string // column names with a check on them
+	indexes                 []genIndex
+	comment                 string
 }
 
 type genCol struct {

@@ -358,8 +358,8 @@ CREATE INDEX logs_at ON logs (at);
 		converges(t, e, db, logs+jan)
 	})
 	for name, c := range map[string]struct{ current, desired, kind, object string }{
-		"new bounds":                {logs + jan, logs + `CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-03-01');`, "partition", "logs_01"},
-		"a table partitioned":       {`CREATE TABLE t (a int);`, `CREATE TABLE t (a int) PARTITION BY RANGE (a);`, "", "t"},
+		"new bounds":          {logs + jan, logs + `CREATE TABLE logs_01 PARTITION OF logs FOR VALUES FROM ('2024-01-01') TO ('2024-03-01');`, "partition", "logs_01"},
+		"a table partitioned": {`CREATE TABLE t (a int);`, `CREATE TABLE t (a int) PARTITION BY RANGE (a);`, "", "t"},
 	} {
 		t.Run("refused: "+name, func(t *testing.T) {
 			db, _ := e.db(t)
