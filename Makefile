@@ -191,8 +191,9 @@ PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 plugin-archives:
 	@mkdir -p $(DIST) && cp cmd/kubectl-ptah/krew/ptah.yaml $(DIST)/ptah.yaml
 	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; d=$$(mktemp -d); a=$(DIST)/kubectl-ptah_$${os}_$${arch}.tar.gz; \
-	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w" -o $$d/kubectl-ptah ./cmd/kubectl-ptah && \
-	  tar -C $$d --owner=0 --group=0 --mtime=@0 -czf $$a kubectl-ptah && rm -rf $$d && \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $$d/kubectl-ptah ./cmd/kubectl-ptah && \
+	  cp cmd/kubectl-ptah/kubectl_complete-ptah LICENSE $$d/ && \
+	  tar -C $$d --owner=0 --group=0 --mtime=@0 -czf $$a kubectl-ptah kubectl_complete-ptah LICENSE && rm -rf $$d && \
 	  sed -i "s/SHA256_$${os}_$${arch}/$$(sha256sum $$a | cut -d' ' -f1)/" $(DIST)/ptah.yaml && echo "plugin-archives: $$a"; done
 
 ID ?= failure-recovery

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -25,7 +27,8 @@ import (
 // exactly the plan the schema awaits, stamped by the real admission policy
 // with the requester; it refuses a plan whose object no longer matches what
 // the schema records, and a schema that awaits nothing. `kubectl ptah
-// events` shows what was recorded on the schema and its approvals.
+// events` shows what was recorded on the schema and its approvals, and
+// `kubectl ptah revoke` deletes the approval of the plan awaited.
 func TestApproveAndEvents(t *testing.T) {
 	dir := filepath.Join("..", "..", "operator", "config")
 	api, c, must := cluster(t)
@@ -72,41 +75,41 @@ func TestApproveAndEvents(t *testing.T) {
 	t.Setenv("KUBECONFIG", api.Kubeconfig)
 
 	// Admission takes a moment to see the policies.
-	var out bytes.Buffer
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		out.Reset()
-		err := run([]string{"approve", "orders", "-n", "team", "--name", "probe"}, &out)
-		if err == nil && !strings.Contains(out.String(), "not stamped") {
+		out, errOut, code := ptah("approve", "orders", "-n", "team", "--name", "probe")
+		if code == 0 && !strings.Contains(out, "not stamped") {
 			break
 		}
-		if err == nil {
+		if code == 0 {
 			must(c.Delete(ctx, &v1alpha1.PtahSchemaApproval{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "team"}}))
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no stamped approval within 30s: %v %s", err, out.String())
+			t.Fatalf("no stamped approval within 30s: exit %d %s%s", code, out, errOut)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
 	must(c.Delete(ctx, &v1alpha1.PtahSchemaApproval{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: "team"}}))
-	out.Reset()
-	must(run([]string{"approve", "orders", "-n", "team"}, &out))
+	out, errOut, code := ptah("approve", "orders", "-n", "team")
+	if code != 0 {
+		t.Fatalf("approve orders: exit %d: %s", code, errOut)
+	}
 	var a v1alpha1.PtahSchemaApproval
 	name := "orders-" + strings.TrimPrefix(orders.Fingerprint, "sha256:")[:8]
 	must(c.Get(ctx, client.ObjectKey{Namespace: "team", Name: name}, &a))
 	if a.Spec.PlanName != "orders-1" || a.Spec.PlanFingerprint != orders.Fingerprint || a.Spec.SchemaName != "orders" {
 		t.Errorf("approval %+v does not name plan orders-1 and its fingerprint", a.Spec)
 	}
-	if a.ApprovedBy == nil || a.ApprovedBy.Username == "" || !strings.Contains(out.String(), "by "+a.ApprovedBy.Username) {
-		t.Errorf("approver %+v, printed %q", a.ApprovedBy, out.String())
+	if a.ApprovedBy == nil || a.ApprovedBy.Username == "" || !strings.Contains(out, "by "+a.ApprovedBy.Username) {
+		t.Errorf("approver %+v, printed %q", a.ApprovedBy, out)
 	}
 	for _, tc := range []struct{ schema, want string }{
 		{"other", "does not match what ptahschema other records"},
 		{"idle", "awaits no approval"},
 		{"orders", "already exists"},
 	} {
-		if err := run([]string{"approve", tc.schema, "-n", "team"}, io.Discard); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("approve %s: %v, want a refusal saying %q", tc.schema, err, tc.want)
+		if _, errOut, code := ptah("approve", tc.schema, "-n", "team"); code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("approve %s: exit %d %s, want exit 1 and a refusal saying %q", tc.schema, code, errOut, tc.want)
 		}
 	}
 	var list v1alpha1.PtahSchemaApprovalList
@@ -120,20 +123,75 @@ func TestApproveAndEvents(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "e1", Namespace: "team"}, InvolvedObject: corev1.ObjectReference{Kind: v1alpha1.KindPtahSchema, Namespace: "team", Name: "orders"},
 			Type: corev1.EventTypeNormal, Reason: v1alpha1.EventApprovalRequired, Message: "plan orders-1 needs an approval", LastTimestamp: now},
 		{ObjectMeta: metav1.ObjectMeta{Name: "e2", Namespace: "team"}, InvolvedObject: corev1.ObjectReference{Kind: v1alpha1.KindPtahSchemaApproval, Namespace: "team", Name: name},
-			Type: corev1.EventTypeWarning, Reason: v1alpha1.EventApprovalStale, Message: "stale", LastTimestamp: now},
+			Type: corev1.EventTypeWarning, Reason: v1alpha1.EventApprovalStale, Message: "stale", LastTimestamp: metav1.NewTime(now.Add(time.Second))},
 		{ObjectMeta: metav1.ObjectMeta{Name: "e3", Namespace: "team"}, InvolvedObject: corev1.ObjectReference{Kind: v1alpha1.KindPtahSchema, Namespace: "team", Name: "idle"},
 			Type: corev1.EventTypeNormal, Reason: v1alpha1.EventOperationStarted, Message: "not orders'", LastTimestamp: now},
 	} {
 		must(c.Create(ctx, &ev))
 	}
-	out.Reset()
-	must(run([]string{"events", "orders", "-n", "team"}, &out))
+	out, errOut, code = ptah("events", "orders", "-n", "team")
 	for _, want := range []string{"ApprovalRequired", "PtahSchema/orders", "ApprovalStale", "PtahSchemaApproval/" + name} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("events printed:\n%s\nwant %q", out.String(), want)
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("events: exit %d, printed:\n%s%s\nwant %q", code, out, errOut, want)
 		}
 	}
-	if strings.Contains(out.String(), "not orders'") {
-		t.Errorf("events printed another schema's Event:\n%s", out.String())
+	if strings.Contains(out, "not orders'") {
+		t.Errorf("events printed another schema's Event:\n%s", out)
+	}
+	if out, errOut, code := ptah("events", "orders", "-n", "team", "-o", "name"); code != 0 || out != "event/e1\nevent/e2\n" {
+		t.Errorf("events -o name: exit %d, printed %q %s, want e1 and e2, oldest first", code, out, errOut)
+	}
+
+	// revoke: refused while the Apply it allowed runs, then deletes the
+	// approval of the plan the schema awaits; nothing else.
+	s := &v1alpha1.PtahSchema{}
+	must(c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "orders"}, s))
+	s.Status.ActiveOperation = &v1alpha1.ActiveOperation{Type: v1alpha1.OperationApply, ID: "op-1", InputFingerprint: orders.Fingerprint, Attempt: 1,
+		JobName: "ptah-apply-orders-0123456789abcdef", CoordinationDigest: "sha256:c", JobUID: "0f0f", Approval: name}
+	must(c.Status().Update(ctx, s))
+	if _, errOut, code := ptah("revoke", "orders", "-n", "team"); code != 1 || !strings.Contains(errOut, "Job ptah-apply-orders-0123456789abcdef") ||
+		!strings.Contains(errOut, "never stopped: not revoked") {
+		t.Errorf("revoke while the Apply runs: exit %d, %s", code, errOut)
+	}
+	must(c.Get(ctx, client.ObjectKey{Namespace: "team", Name: name}, &a))
+	s.Status.ActiveOperation.JobUID = ""
+	must(c.Status().Update(ctx, s))
+	if out, errOut, code := ptah("revoke", "orders", "-n", "team", "-o", "name"); code != 0 || out != "ptahschemaapproval.operator.ptah.run/"+name+"\n" {
+		t.Errorf("revoke orders -o name: exit %d, printed %q %s", code, out, errOut)
+	}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "team", Name: name}, &a); !apierrors.IsNotFound(err) {
+		t.Errorf("approval %s after revoke: %v, want it deleted", name, err)
+	}
+	for _, tc := range []struct{ schema, want string }{
+		{"orders", "no ptahschemaapproval in namespace team names plan orders-1 of ptahschema orders: nothing to revoke"},
+		{"idle", "has no current plan"},
+		{"nonesuch", "read ptahschema nonesuch in namespace team"},
+	} {
+		if _, errOut, code := ptah("revoke", tc.schema, "-n", "team"); code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("revoke %s: exit %d %s, want exit 1 and %q", tc.schema, code, errOut, tc.want)
+		}
+	}
+	// Approved again, printed as the object admission stamped; revoked as text.
+	out, errOut, code = ptah("approve", "orders", "-n", "team", "-o", "json")
+	var again v1alpha1.PtahSchemaApproval
+	if code != 0 || json.Unmarshal([]byte(out), &again) != nil || again.Kind != v1alpha1.KindPtahSchemaApproval || again.Name != name ||
+		again.ApprovedBy == nil || again.ApprovedBy.Username == "" {
+		t.Errorf("approve -o json: exit %d, printed %s%s", code, out, errOut)
+	}
+	if out, errOut, code := ptah("revoke", "orders", "-n", "team"); code != 0 ||
+		out != "ptahschemaapproval.operator.ptah.run/"+name+" deleted: plan orders-1 of ptahschema orders is no longer approved\n" {
+		t.Errorf("revoke orders: exit %d, printed %q %s", code, out, errOut)
+	}
+	must(c.List(ctx, &list, client.InNamespace("team")))
+	if len(list.Items) != 0 {
+		t.Errorf("%d approvals left after revoke, want none", len(list.Items))
+	}
+	// A plan already applied has nothing left to withdraw.
+	must(c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "orders"}, s))
+	s.Status.ActiveOperation = nil
+	s.Status.Applied = &v1alpha1.Applied{ArtifactDigest: "sha256:" + strings.Repeat("a", 64), PlanFingerprint: orders.Fingerprint}
+	must(c.Status().Update(ctx, s))
+	if _, errOut, code := ptah("revoke", "orders", "-n", "team"); code != 1 || !strings.Contains(errOut, "ptahschema team/orders already applied plan orders-1: nothing to revoke") {
+		t.Errorf("revoke of an applied plan: exit %d %s", code, errOut)
 	}
 }

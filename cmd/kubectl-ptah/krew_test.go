@@ -121,8 +121,32 @@ func TestKrewManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := tar.NewReader(zr).Next()
+	tr := tar.NewReader(zr)
+	h, err := tr.Next()
 	if err != nil || h.Name != "kubectl-ptah" || h.Mode&0o111 == 0 {
-		t.Errorf("the archive's first entry %+v (%v), want the executable kubectl-ptah", h, err)
+		t.Fatalf("the archive's first entry %+v (%v), want the executable kubectl-ptah", h, err)
+	}
+	// What the manifest installs from the archive is in it: the
+	// completion script (executable, as kubectl runs it) and the licence.
+	held := map[string]int64{h.Name: h.Mode}
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			break
+		}
+		held[h.Name] = h.Mode
+	}
+	for _, pl := range written.Spec.Platforms {
+		if pl.Selector.MatchLabels["os"]+"/"+pl.Selector.MatchLabels["arch"] != host {
+			continue
+		}
+		for _, f := range pl.Files {
+			if _, ok := held[f.From]; !ok {
+				t.Errorf("the manifest installs %s from the archive, which holds %v", f.From, held)
+			}
+		}
+	}
+	if mode, ok := held["kubectl_complete-ptah"]; !ok || mode&0o111 == 0 {
+		t.Errorf("kubectl_complete-ptah is not an executable of the archive: %v", held)
 	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -44,9 +43,9 @@ func TestPluginShowsMigrations(t *testing.T) {
 	must(c.Status().Update(ctx, m))
 	t.Setenv("KUBECONFIG", api.Kubeconfig)
 
-	var out bytes.Buffer
-	if err := run([]string{"migration", "ledger", "-n", "team"}, &out); err != nil {
-		t.Fatalf("kubectl ptah migration: %v", err)
+	out, errOut, code := ptah("migration", "ledger", "-n", "team")
+	if code != 0 {
+		t.Fatalf("kubectl ptah migration: exit %d: %s", code, errOut)
 	}
 	for _, want := range []string{
 		"Applied version:   2",
@@ -54,20 +53,21 @@ func TestPluginShowsMigrations(t *testing.T) {
 		"3        entries_note   " + sum,
 		"Unresolved run: operation sha256:abcdef0123456789 (attempt 1, Job ptah-migration-apply-ledger-1)",
 		"versions 3, 4 after version 2 to Secret db key url",
+		"\nkubectl ptah migration acknowledge ledger -n team --outcome Partial --last-committed-version 3 --note 'how this was established'\n",
 		"kind: PtahMigrationRunAcknowledgment",
 		"operation: sha256:abcdef0123456789",
 		"UnresolvedRun  True    RunOutcomeUnknown",
 		"Pending versions:  not known until the unresolved run below is settled",
 	} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("kubectl ptah migration printed:\n%s\nwant it to contain %q", out.String(), want)
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl ptah migration printed:\n%s\nwant it to contain %q", out, want)
 		}
 	}
 
 	// The acknowledgment as printed, from its kubectl line to its EOF line,
 	// pasted into a shell, is created and names the run, and the shell
 	// reads no further than the printed command.
-	printed := out.String()
+	printed := out
 	start := strings.Index(printed, "kubectl apply")
 	if start < 0 {
 		t.Fatalf("no kubectl apply command printed:\n%s", printed)
@@ -96,18 +96,93 @@ func TestPluginShowsMigrations(t *testing.T) {
 		t.Errorf("the printed acknowledgment names %+v", pasted.Spec)
 	}
 
+	// acknowledge creates what the printed command would have: the same
+	// default name, so the pasted one is found already there.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--outcome", "NotApplied"}, "ptahmigrationrunacknowledgment team/ledger-ack-abcdef012345 already exists"},
+		{[]string{"--outcome", "Partial", "--last-committed-version", "9"}, "version 9 is not one the unresolved run of ptahmigration ledger was to apply (3, 4)"},
+		{[]string{"-n", "default"}, "read ptahmigration ledger in namespace default"},
+	} {
+		args := append([]string{"migration", "acknowledge", "ledger", "-n", "team", "--outcome", "Applied"}, tc.args...)
+		if _, errOut, code := ptah(args...); code != 1 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("kubectl ptah %s: exit %d %s, want exit 1 and %q", strings.Join(args, " "), code, errOut, tc.want)
+		}
+	}
+	out, errOut, code = ptah("migration", "acknowledge", "ledger", "-n", "team", "--outcome", "Partial", "--last-committed-version", "3", "--note", "read the history", "--name", "ledger-ack-2")
+	var created v1alpha1.PtahMigrationRunAcknowledgment
+	if code != 0 || out != "ptahmigrationrunacknowledgment.operator.ptah.run/ledger-ack-2 created: operation sha256:abcdef0123456789 Partial, acknowledged (not stamped: the acknowledgment admission policies are not installed, so the operator will not consume it)\n" {
+		t.Errorf("migration acknowledge: exit %d, printed %q %s", code, out, errOut)
+	} else if must(c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "ledger-ack-2"}, &created)); created.Spec.MigrationName != "ledger" || created.Spec.Operation != "sha256:abcdef0123456789" ||
+		created.Spec.Outcome != v1alpha1.RunPartial || created.Spec.LastCommittedVersion == nil || *created.Spec.LastCommittedVersion != 3 || created.Spec.Note != "read the history" {
+		t.Errorf("migration acknowledge created %+v", created.Spec)
+	}
+	if out, errOut, code := ptah("migration", "acknowledge", "ledger", "-n", "team", "--outcome", "Applied", "--name", "ledger-ack-3", "-o", "yaml"); code != 0 ||
+		!strings.Contains(out, "kind: PtahMigrationRunAcknowledgment\n") || !strings.Contains(out, "outcome: Applied\n") {
+		t.Errorf("migration acknowledge -o yaml: exit %d, printed %s%s", code, out, errOut)
+	}
+
+	// kubectl's printers on the migration's objects.
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"migration", "ledger", "-o", "jsonpath={.status.appliedVersion}"}, "2"},
+		{[]string{"migration", "status", "ledger", "-o", "name"}, "ptahmigration.operator.ptah.run/ledger\n"},
+		{[]string{"migration", "plan", "ledger", "-o", "jsonpath={.kind} {.spec.pending[*].version}"}, "PtahMigrationPlan 3 4"},
+	} {
+		if out, errOut, code := ptah(append(tc.args, "-n", "team")...); code != 0 || out != tc.want {
+			t.Errorf("kubectl ptah %s: exit %d, printed %q %s, want %q", strings.Join(tc.args, " "), code, out, errOut, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"__complete", "-n", "team", "migration", ""}, []string{"ledger\n", "approve\t", "acknowledge\t"}},
+		{[]string{"__complete", "-n", "team", "migration", "acknowledge", "l"}, []string{"ledger\n"}},
+		{[]string{"__complete", "-n", "team", "migration", "acknowledge", "ledger", "--outcome", ""}, []string{"Applied\n", "NotApplied\n", "Partial\n"}},
+	} {
+		if out, errOut, code := ptah(tc.args...); code != 0 || !containsAll(out, tc.want) {
+			t.Errorf("kubectl ptah %s: exit %d, printed %q %s, want %q", strings.Join(tc.args, " "), code, out, errOut, tc.want)
+		}
+	}
+
 	// Settled: the plan's versions are what is pending.
 	m.Status.UnresolvedRun = nil
 	must(c.Status().Update(ctx, m))
-	out.Reset()
-	if err := run([]string{"migration", "ledger", "-n", "team"}, &out); err != nil || !strings.Contains(out.String(), "Pending versions:  3, 4 (plan ledger-1)") ||
-		strings.Contains(out.String(), "Unresolved run") {
-		t.Errorf("kubectl ptah migration, the run settled: %v\n%s", err, out.String())
+	if out, errOut, code := ptah("migration", "ledger", "-n", "team"); code != 0 || !strings.Contains(out, "Pending versions:  3, 4 (plan ledger-1)") ||
+		strings.Contains(out, "Unresolved run") {
+		t.Errorf("kubectl ptah migration, the run settled: exit %d %s\n%s", code, errOut, out)
 	}
-	out.Reset()
-	if err := run([]string{"migration", "plan", "ledger", "-n", "team"}, &out); err != nil || !strings.HasPrefix(out.String(), "\nCurrent plan: ledger-1 (from version 2") ||
-		!strings.Contains(out.String(), "4        entries_index  "+sum) || strings.Contains(out.String(), "Applied version") {
-		t.Errorf("kubectl ptah migration plan: %v\n%s", err, out.String())
+	if out, errOut, code := ptah("migration", "plan", "ledger", "-n", "team"); code != 0 || !strings.HasPrefix(out, "\nCurrent plan: ledger-1 (from version 2") ||
+		!strings.Contains(out, "4        entries_index  "+sum) || strings.Contains(out, "Applied version") {
+		t.Errorf("kubectl ptah migration plan: exit %d %s\n%s", code, errOut, out)
+	}
+	if _, errOut, code := ptah("migration", "acknowledge", "ledger", "-n", "team", "--outcome", "Applied"); code != 1 || !strings.Contains(errOut, "records no unresolved run: nothing to acknowledge") {
+		t.Errorf("migration acknowledge, the run settled: exit %d %s", code, errOut)
+	}
+
+	// approve: only a plan awaited, only the plan status names.
+	if _, errOut, code := ptah("migration", "approve", "ledger", "-n", "team"); code != 1 || !strings.Contains(errOut, "ptahmigration team/ledger awaits no approval (phase Observing)") {
+		t.Errorf("migration approve, nothing awaited: exit %d %s", code, errOut)
+	}
+	m.Status.Phase = v1alpha1.PhaseAwaitingApproval
+	must(c.Status().Update(ctx, m))
+	out, errOut, code = ptah("migration", "approve", "ledger", "-n", "team")
+	var ma v1alpha1.PtahMigrationApproval
+	if code != 0 || out != "ptahmigrationapproval.operator.ptah.run/ledger-f1 created: plan ledger-1 approved (not stamped: the approval admission policies are not installed, so the operator will not consume it)\n" {
+		t.Errorf("migration approve: exit %d, printed %q %s", code, out, errOut)
+	} else if must(c.Get(ctx, client.ObjectKey{Namespace: "team", Name: "ledger-f1"}, &ma)); ma.Spec != (v1alpha1.PtahMigrationApprovalSpec{MigrationName: "ledger", PlanName: "ledger-1", PlanFingerprint: "f1"}) {
+		t.Errorf("migration approve created %+v", ma.Spec)
+	}
+	if _, errOut, code := ptah("migration", "approve", "ledger", "-n", "team"); code != 1 || !strings.Contains(errOut, "ptahmigrationapproval team/ledger-f1 already exists") {
+		t.Errorf("migration approve again: exit %d %s", code, errOut)
+	}
+	if out, errOut, code := ptah("migration", "approve", "ledger", "-n", "team", "--name", "ledger-again", "-o", "name"); code != 0 || out != "ptahmigrationapproval.operator.ptah.run/ledger-again\n" {
+		t.Errorf("migration approve -o name: exit %d, printed %q %s", code, out, errOut)
 	}
 
 	// Events: the migration's and its acknowledgment's, oldest first; not
@@ -125,32 +200,43 @@ func TestPluginShowsMigrations(t *testing.T) {
 			InvolvedObject: corev1.ObjectReference{Kind: ev.kind, Name: ev.name, Namespace: "team", APIVersion: v1alpha1.GroupVersion.String()},
 			Type:           ev.typ, Reason: ev.reason, Message: ev.msg, LastTimestamp: metav1.NewTime(base.Add(time.Duration(i) * time.Second))}))
 	}
-	out.Reset()
-	if err := run([]string{"migration", "events", "ledger", "-n", "team"}, &out); err != nil {
-		t.Fatalf("kubectl ptah migration events: %v", err)
+	got, errOut, code := ptah("migration", "events", "ledger", "-n", "team")
+	if code != 0 {
+		t.Fatalf("kubectl ptah migration events: exit %d %s", code, errOut)
 	}
-	got := out.String()
 	refused, ack, acked := strings.Index(got, "TerminationSummaryRefused"), strings.Index(got, "the acknowledgment's own"), strings.Index(got, "UnresolvedRunAcknowledged")
 	if refused < 0 || ack < 0 || acked < 0 || !(refused < ack && ack < acked) || strings.Contains(got, "not ledger's") {
 		t.Errorf("kubectl ptah migration events printed:\n%s\nwant ledger's and its acknowledgment's Events, oldest first, and no other's", got)
+	}
+	if out, errOut, code := ptah("migration", "events", "ledger", "-n", "team", "-o", "name"); code != 0 || out != "event/ev-0\nevent/ev-2\nevent/ev-3\n" {
+		t.Errorf("migration events -o name: exit %d, printed %q %s", code, out, errOut)
 	}
 
 	// A status naming a plan under a fingerprint the plan does not have.
 	m.Status.Plan.Fingerprint = "f2"
 	must(c.Status().Update(ctx, m))
-	out.Reset()
-	if err := run([]string{"migration", "ledger", "-n", "team"}, &out); err == nil || !strings.Contains(err.Error(), "refusing to print it") {
-		t.Errorf("a plan that is not the one status names: error %v, printed:\n%s", err, out.String())
-	}
 	for _, tc := range []struct {
 		args []string
+		code int
 		want string
 	}{
-		{[]string{"migration", "-n", "team"}, "one PtahMigration name, got 0"},
-		{[]string{"migration", "ledger"}, "ptahmigration ledger in namespace default"},
+		{[]string{"migration", "ledger", "-n", "team"}, 1, "refusing to print it"},
+		{[]string{"migration", "plan", "ledger", "-n", "team", "-o", "json"}, 1, "refusing to print it"},
+		{[]string{"migration", "approve", "ledger", "-n", "team", "--name", "ledger-stale"}, 1, "ptahmigrationplan ledger-1 does not match what ptahmigration ledger records"},
+		{[]string{"migration", "-n", "team"}, 2, "one PtahMigration name, got 0"},
+		{[]string{"migration", "ledger"}, 1, "ptahmigration ledger in namespace default"},
 	} {
-		if err := run(tc.args, &out); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("kubectl ptah %s: error %v, want %q", strings.Join(tc.args, " "), err, tc.want)
+		if out, errOut, code := ptah(tc.args...); code != tc.code || !strings.Contains(errOut, tc.want) {
+			t.Errorf("kubectl ptah %s: exit %d, printed %q %s, want exit %d and %q", strings.Join(tc.args, " "), code, out, errOut, tc.code, tc.want)
 		}
 	}
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
 }

@@ -47,15 +47,8 @@ func (r Reader) Plan(ctx context.Context, w io.Writer, name string, applied bool
 	if format != FormatText && format != FormatSQL && format != FormatJSON {
 		return fmt.Errorf("output format %q: use text, sql or json", format)
 	}
-	s, err := r.schema(ctx, name)
+	s, p, err := r.checkedPlan(ctx, name, applied)
 	if err != nil {
-		return err
-	}
-	p, err := r.findPlan(ctx, s, applied)
-	if err != nil {
-		return err
-	}
-	if err := CheckDigest(p); err != nil {
 		return err
 	}
 	switch format {
@@ -70,6 +63,29 @@ func (r Reader) Plan(ctx context.Context, w io.Writer, name string, applied bool
 		return writeSQL(w, p)
 	}
 	return writeText(w, s, p, applied)
+}
+
+// CheckedPlan is the plan Plan prints, as the object: the current one, or
+// with applied the one last proved applied, refused unless its statements
+// match its digest.
+func (r Reader) CheckedPlan(ctx context.Context, name string, applied bool) (*v1alpha1.PtahSchemaPlan, error) {
+	_, p, err := r.checkedPlan(ctx, name, applied)
+	return p, err
+}
+
+func (r Reader) checkedPlan(ctx context.Context, name string, applied bool) (*v1alpha1.PtahSchema, *v1alpha1.PtahSchemaPlan, error) {
+	s, err := r.schema(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := r.findPlan(ctx, s, applied)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := CheckDigest(p); err != nil {
+		return nil, nil, err
+	}
+	return s, p, nil
 }
 
 // findPlan is the current plan (status.plan.name) or the applied one (the

@@ -17,12 +17,21 @@ import (
 // Events prints, oldest first, the Events recorded on the schema and on the
 // approvals that name it (an approval that went stale carries its own).
 func (r Reader) Events(ctx context.Context, w io.Writer, name string, now time.Time) error {
-	if _, err := r.schema(ctx, name); err != nil {
+	evs, err := r.EventList(ctx, name)
+	if err != nil {
 		return err
+	}
+	return writeEvents(w, "ptahschema "+name+" or its approvals", evs.Items, now)
+}
+
+// EventList is the Events Events prints, oldest first.
+func (r Reader) EventList(ctx context.Context, name string) (*corev1.EventList, error) {
+	if _, err := r.schema(ctx, name); err != nil {
+		return nil, err
 	}
 	var approvals v1alpha1.PtahSchemaApprovalList
 	if err := r.Client.List(ctx, &approvals, client.InNamespace(r.Namespace)); err != nil {
-		return fmt.Errorf("list ptahschemaapprovals in namespace %s: %w", r.Namespace, err)
+		return nil, fmt.Errorf("list ptahschemaapprovals in namespace %s: %w", r.Namespace, err)
 	}
 	on := map[string]bool{v1alpha1.KindPtahSchema + "/" + name: true}
 	for _, a := range approvals.Items {
@@ -30,19 +39,28 @@ func (r Reader) Events(ctx context.Context, w io.Writer, name string, now time.T
 			on[v1alpha1.KindPtahSchemaApproval+"/"+a.Name] = true
 		}
 	}
-	return r.events(ctx, w, "ptahschema "+name+" or its approvals", on, now)
+	return r.events(ctx, on)
 }
 
 // MigrationEvents prints, oldest first, the Events recorded on the
 // PtahMigration and on the approvals and acknowledgments that name it.
 func (r Reader) MigrationEvents(ctx context.Context, w io.Writer, name string, now time.Time) error {
+	evs, err := r.MigrationEventList(ctx, name)
+	if err != nil {
+		return err
+	}
+	return writeEvents(w, "ptahmigration "+name+" or its approvals and acknowledgments", evs.Items, now)
+}
+
+// MigrationEventList is the Events MigrationEvents prints, oldest first.
+func (r Reader) MigrationEventList(ctx context.Context, name string) (*corev1.EventList, error) {
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, &v1alpha1.PtahMigration{}); err != nil {
-		return fmt.Errorf("read ptahmigration %s in namespace %s: %w", name, r.Namespace, err)
+		return nil, fmt.Errorf("read ptahmigration %s in namespace %s: %w", name, r.Namespace, err)
 	}
 	on := map[string]bool{v1alpha1.KindPtahMigration + "/" + name: true}
 	var approvals v1alpha1.PtahMigrationApprovalList
 	if err := r.Client.List(ctx, &approvals, client.InNamespace(r.Namespace)); err != nil {
-		return fmt.Errorf("list ptahmigrationapprovals in namespace %s: %w", r.Namespace, err)
+		return nil, fmt.Errorf("list ptahmigrationapprovals in namespace %s: %w", r.Namespace, err)
 	}
 	for _, a := range approvals.Items {
 		if a.Spec.MigrationName == name {
@@ -51,29 +69,34 @@ func (r Reader) MigrationEvents(ctx context.Context, w io.Writer, name string, n
 	}
 	var acks v1alpha1.PtahMigrationRunAcknowledgmentList
 	if err := r.Client.List(ctx, &acks, client.InNamespace(r.Namespace)); err != nil {
-		return fmt.Errorf("list ptahmigrationrunacknowledgments in namespace %s: %w", r.Namespace, err)
+		return nil, fmt.Errorf("list ptahmigrationrunacknowledgments in namespace %s: %w", r.Namespace, err)
 	}
 	for _, a := range acks.Items {
 		if a.Spec.MigrationName == name {
 			on["PtahMigrationRunAcknowledgment/"+a.Name] = true
 		}
 	}
-	return r.events(ctx, w, "ptahmigration "+name+" or its approvals and acknowledgments", on, now)
+	return r.events(ctx, on)
 }
 
-// events prints the namespace's Events on the objects on names.
-func (r Reader) events(ctx context.Context, w io.Writer, what string, on map[string]bool, now time.Time) error {
+// events is the namespace's Events on the objects on names, oldest first.
+func (r Reader) events(ctx context.Context, on map[string]bool) (*corev1.EventList, error) {
 	var list corev1.EventList
 	if err := r.Client.List(ctx, &list, client.InNamespace(r.Namespace)); err != nil {
-		return fmt.Errorf("list events in namespace %s: %w", r.Namespace, err)
+		return nil, fmt.Errorf("list events in namespace %s: %w", r.Namespace, err)
 	}
-	var evs []corev1.Event
+	evs := &corev1.EventList{Items: []corev1.Event{}}
 	for _, ev := range list.Items {
 		if on[ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name] {
-			evs = append(evs, ev)
+			evs.Items = append(evs.Items, ev)
 		}
 	}
-	sort.SliceStable(evs, func(i, j int) bool { return when(evs[i]).Before(when(evs[j])) })
+	sort.SliceStable(evs.Items, func(i, j int) bool { return when(evs.Items[i]).Before(when(evs.Items[j])) })
+	return evs, nil
+}
+
+// writeEvents prints evs, what naming the objects they were recorded on.
+func writeEvents(w io.Writer, what string, evs []corev1.Event, now time.Time) error {
 	if len(evs) == 0 {
 		_, err := fmt.Fprintf(w, "No events on %s.\n", what)
 		return err

@@ -91,21 +91,46 @@ func versionList(vs []int64) string {
 	return strings.Join(s, ", ")
 }
 
-// migrationPlan prints the plan status.plan names, read from its object: a
-// summary that disagrees with the plan it names is refused, not printed.
-func (r Reader) migrationPlan(ctx context.Context, w io.Writer, m *v1alpha1.PtahMigration) error {
+// CurrentMigrationPlan is the plan MigrationPlan prints, as the object.
+func (r Reader) CurrentMigrationPlan(ctx context.Context, name string) (*v1alpha1.PtahMigrationPlan, error) {
+	m := &v1alpha1.PtahMigration{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: r.Namespace, Name: name}, m); err != nil {
+		return nil, fmt.Errorf("read ptahmigration %s in namespace %s: %w", name, r.Namespace, err)
+	}
+	p, err := r.checkedMigrationPlan(ctx, m)
+	if err == nil && p == nil {
+		err = fmt.Errorf("ptahmigration %s has no current plan (phase %s); see kubectl ptah migration status %s", m.Name, m.Status.Phase, m.Name)
+	}
+	return p, err
+}
+
+// checkedMigrationPlan reads the plan status.plan names, nil when none: a
+// summary that disagrees with the plan it names is refused.
+func (r Reader) checkedMigrationPlan(ctx context.Context, m *v1alpha1.PtahMigration) (*v1alpha1.PtahMigrationPlan, error) {
 	s := m.Status.Plan
 	if s == nil || s.Name == "" {
-		fmt.Fprintln(w, "\nCurrent plan: none")
-		return nil
+		return nil, nil
 	}
 	p := &v1alpha1.PtahMigrationPlan{}
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: m.Namespace, Name: s.Name}, p); err != nil {
-		return fmt.Errorf("read ptahmigrationplan %s named by ptahmigration %s: %w", s.Name, m.Name, err)
+		return nil, fmt.Errorf("read ptahmigrationplan %s named by ptahmigration %s: %w", s.Name, m.Name, err)
 	}
 	if p.Spec.MigrationRef.Name != m.Name || p.Spec.Fingerprint != s.Fingerprint {
-		return fmt.Errorf("ptahmigrationplan %s is for %s with fingerprint %s, not the %s of ptahmigration %s: refusing to print it",
+		return nil, fmt.Errorf("ptahmigrationplan %s is for %s with fingerprint %s, not the %s of ptahmigration %s: refusing to print it",
 			p.Name, p.Spec.MigrationRef.Name, p.Spec.Fingerprint, s.Fingerprint, m.Name)
+	}
+	return p, nil
+}
+
+// migrationPlan prints the plan status.plan names, read from its object.
+func (r Reader) migrationPlan(ctx context.Context, w io.Writer, m *v1alpha1.PtahMigration) error {
+	p, err := r.checkedMigrationPlan(ctx, m)
+	if err != nil {
+		return err
+	}
+	if p == nil {
+		fmt.Fprintln(w, "\nCurrent plan: none")
+		return nil
 	}
 	fmt.Fprintf(w, "\nCurrent plan: %s (from version %d, artifact %s)\n", p.Name, p.Spec.BaseVersion, p.Spec.ArtifactDigest)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -126,9 +151,14 @@ func writeUnresolved(w io.Writer, m *v1alpha1.PtahMigration, u *v1alpha1.Unresol
 	}
 	fmt.Fprintf(w, ", and ended without establishing what it committed: %s\n", oneLine(u.Reason))
 	fmt.Fprintln(w, "  Nothing is planned until a reading settles it or a person acknowledges what it did")
+	fmt.Fprintf(w, `  (edit the outcome, Applied, NotApplied or Partial, and the last committed version, then run):
+
+kubectl ptah migration acknowledge %s -n %s --outcome Partial --last-committed-version %d --note 'how this was established'
+
+`, m.Name, m.Namespace, lastOr(u))
 	// Flush left: a shell ends the here-document only at an EOF line with
 	// nothing before it, so the command works pasted as printed.
-	fmt.Fprintf(w, `  (edit outcome and lastCommittedVersion, then paste):
+	fmt.Fprintf(w, `  or, without the plugin (edit outcome and lastCommittedVersion, then paste):
 
 kubectl apply -n %s -f - <<'EOF'
 apiVersion: %s
@@ -142,10 +172,12 @@ spec:
   lastCommittedVersion: %d  # the last version the run committed; leave out for NotApplied
   note: how this was established
 EOF
-`, m.Namespace, v1alpha1.GroupVersion.String(), ackName(m.Name, u.Operation), m.Name, u.Operation, lastOr(u))
+`, m.Namespace, v1alpha1.GroupVersion.String(), AckName(m.Name, u.Operation), m.Name, u.Operation, lastOr(u))
 }
 
-func ackName(migration, operation string) string {
+// AckName is the name an acknowledgment of operation's run of migration is
+// given by default: one per run, so a second one for the same run is refused.
+func AckName(migration, operation string) string {
 	hex := strings.TrimPrefix(operation, "sha256:")
 	if len(hex) > 12 {
 		hex = hex[:12]
