@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	pg "github.com/pganalyze/pg_query_go/v6"
 
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
@@ -71,7 +72,7 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) (role strin
 			if _, err := c.Exec(ctx, sqlsplit.Pin()); err != nil {
 				return database.StatementError(db.Target, "set the settings SQL is read under", err)
 			}
-			text := withoutConcurrently(f.Text)
+			text := withoutOwners(withoutConcurrently(f.Text))
 			if markable {
 				var n int
 				text, n = withoutLeakproof(text, leakproofMarker(role))
@@ -95,6 +96,61 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) (role strin
 		return nil
 	})
 	return role, leakproof, err
+}
+
+// withoutOwners blanks the statements of desired SQL text that only give
+// an object to a role (ALTER ... OWNER TO, as pg_dump writes after each
+// object): owners are the deployment's, neither planned nor proven, and
+// the comparison's role, a member of no role, could give nothing away.
+// Lines keep their numbers; a statement doing more than that is run as
+// written.
+func withoutOwners(text string) string {
+	if !strings.Contains(strings.ToUpper(text), "OWNER") {
+		return text
+	}
+	stmts, err := sqlsplit.Split(text)
+	if err != nil {
+		return text // reported when the text is run
+	}
+	var b strings.Builder
+	last := 0
+	for _, st := range stmts {
+		if !onlyOwner(st.Node) {
+			continue
+		}
+		b.WriteString(text[last:st.Start])
+		b.WriteString(blank(st.Text(text)))
+		last = st.End
+	}
+	b.WriteString(text[last:])
+	return b.String()
+}
+
+// onlyOwner says whether n is ALTER ... OWNER TO and nothing else.
+func onlyOwner(n *pg.Node) bool {
+	if n.GetAlterOwnerStmt() != nil {
+		return true
+	}
+	a := n.GetAlterTableStmt()
+	if a == nil || len(a.GetCmds()) == 0 {
+		return false
+	}
+	for _, c := range a.GetCmds() {
+		if c.GetAlterTableCmd().GetSubtype() != pg.AlterTableType_AT_ChangeOwner {
+			return false
+		}
+	}
+	return true
+}
+
+// blank is s with every character but a line break made a space.
+func blank(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' {
+			return r
+		}
+		return ' '
+	}, s)
 }
 
 // concurrently matches a statement PostgreSQL refuses in a transaction

@@ -654,3 +654,64 @@ func TestGrantsToTheTargetsRoles(t *testing.T) {
 		t.Fatalf("planned again after the apply: %s (%v)", outcome(again, nil, err), err)
 	}
 }
+
+// TestOwnersInDesiredSQLAreLeftOut: desired SQL as pg_dump writes it,
+// each object given to a role after it is made, loads (the comparison's
+// role may give nothing away) and plans what it declares, the owners left
+// as the deployment has them; an ALTER TABLE that does more than change
+// the owner runs as written, and fails to load saying so.
+func TestOwnersInDesiredSQLAreLeftOut(t *testing.T) {
+	e := newEngine(t)
+	e.pg.Exec(t, "postgres", `CREATE ROLE app_owner`)
+	db := e.caseDB(t)
+	defer db.drop()
+	ctx := context.Background()
+	desired := files(`CREATE TABLE t (id integer PRIMARY KEY, c text);
+ALTER TABLE t OWNER TO app_owner;
+CREATE VIEW v AS SELECT id FROM t;
+ALTER VIEW v OWNER TO app_owner;
+CREATE FUNCTION f() RETURNS integer LANGUAGE sql AS 'SELECT 1';
+ALTER FUNCTION f() OWNER TO app_owner;
+CREATE TYPE mood AS ENUM ('sad', 'ok');
+ALTER TYPE mood OWNER TO app_owner;
+`)
+	p, err := ComputePlan(ctx, db.DB, desired, e.o(Options{}))
+	if err != nil {
+		t.Fatalf("plan: %v", err)
+	}
+	for _, s := range p.Statements {
+		if strings.Contains(strings.ToUpper(s.SQL), "OWNER") {
+			t.Errorf("the plan changes an owner: %s", s.SQL)
+		}
+	}
+	if _, err := Apply(ctx, db.DB, p, ApplyOptions{LockTimeout: 10 * time.Second}); err != nil {
+		t.Fatalf("apply: %v\n%s", err, planText(p))
+	}
+	var owner string
+	if err := db.QueryRow("SELECT pg_get_userbyid(relowner) FROM pg_class WHERE relname = 't'").Scan(&owner); err != nil || owner == "app_owner" {
+		t.Fatalf("owner of t after the apply: %q (%v), want the deployment's role", owner, err)
+	}
+	if again, err := ComputePlan(ctx, db.DB, desired, e.o(Options{})); err != nil || len(again.Statements) > 0 {
+		t.Fatalf("planned again after the apply: %s (%v)", outcome(again, nil, err), err)
+	}
+	_, err = ComputePlan(ctx, db.DB, files("CREATE TABLE t (id integer PRIMARY KEY, c text);\nALTER TABLE t OWNER TO app_owner, ADD COLUMN d text;\n"), e.o(Options{}))
+	if err == nil || !strings.Contains(err.Error(), "line 2") && !strings.Contains(err.Error(), ":2:") {
+		t.Fatalf("an ALTER TABLE doing more than change the owner: want a load error naming line 2, got %v", err)
+	}
+}
+
+// TestWithoutOwners: what is blanked and what is not, lines kept.
+func TestWithoutOwners(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"CREATE TABLE t (id int);\nALTER TABLE t OWNER TO x;\n", "CREATE TABLE t (id int);\n                        ;\n"},
+		{"ALTER SCHEMA s OWNER TO x;", "                         ;"},
+		{"ALTER TABLE t\n  OWNER TO x;", "             \n            ;"},
+		{"ALTER TABLE t OWNER TO x, ADD COLUMN c int;", "ALTER TABLE t OWNER TO x, ADD COLUMN c int;"},
+		{"CREATE FUNCTION f() RETURNS void LANGUAGE sql AS 'ALTER TABLE t OWNER TO x';", "CREATE FUNCTION f() RETURNS void LANGUAGE sql AS 'ALTER TABLE t OWNER TO x';"},
+		{"COMMENT ON TABLE t IS 'OWNER TO x';", "COMMENT ON TABLE t IS 'OWNER TO x';"},
+	} {
+		if got := withoutOwners(c.in); got != c.want {
+			t.Errorf("withoutOwners(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
