@@ -99,7 +99,7 @@ SELECT 'table property', r.qname,
        concat_ws(' ',
          CASE r.relpersistence WHEN 'u' THEN 'UNLOGGED' WHEN 't' THEN 'TEMPORARY' END,
          'PARTITION BY ' || pg_get_partkeydef(r.oid),
-         'INHERITS (' || (SELECT string_agg(quote_ident(p.relname), ', ' ORDER BY i.inhseqno) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent WHERE i.inhrelid = r.oid) || ')',
+         'INHERITS (' || (SELECT string_agg(p.oid::regclass::text, ', ' ORDER BY i.inhseqno) FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhparent WHERE i.inhrelid = r.oid) || ')',
          'WITH (' || array_to_string(r.reloptions, ', ') || ')',
          CASE r.relreplident WHEN 'n' THEN 'REPLICA IDENTITY NOTHING' WHEN 'f' THEN 'REPLICA IDENTITY FULL'
            WHEN 'i' THEN 'REPLICA IDENTITY USING INDEX ' || coalesce((SELECT quote_ident(ic.relname) FROM pg_index i JOIN pg_class ic ON ic.oid = i.indexrelid

@@ -571,8 +571,12 @@ func withInherits(c *migrate.Change, cmd string, childOf map[string][]string) st
 	}
 	var names []string
 	for _, p := range parents {
-		_, name, _ := strings.Cut(p, ".")
-		names = append(names, quoteIdent(name))
+		schema, name, _ := strings.Cut(p, ".")
+		if a.T.Schema != nil && schema == a.T.Schema.Name {
+			names = append(names, quoteIdent(name))
+		} else {
+			names = append(names, quoteIdent(schema)+"."+quoteIdent(name))
+		}
 	}
 	// atlas writes "(, CONSTRAINT ..." for a table of no columns of its
 	// own.
@@ -623,8 +627,8 @@ func (sd *side) parents() map[string]bool {
 }
 
 // inherits is the parents of each inheriting table of the side's schemas,
-// as "schema.table" (a parent is taken to be in its child's schema, as
-// the catalog names it unqualified).
+// as "schema.table" (the catalog qualifies a parent not first on the
+// search path of its child's schema).
 func (sd *side) inherits() map[string][]string {
 	out := map[string][]string{}
 	for _, st := range sd.schemas {
@@ -636,7 +640,8 @@ func (sd *side) inherits() map[string][]string {
 				list, _, _ = strings.Cut(list, ")")
 				for _, p := range strings.Split(list, ", ") {
 					child := st.name + "." + unquoteIdent(strings.TrimPrefix(o.Name, quoteIdent(st.name)+"."))
-					out[child] = append(out[child], st.name+"."+unquoteIdent(p))
+					schema, name := splitQualified(p, st.name)
+					out[child] = append(out[child], schema+"."+name)
 				}
 			}
 		}
@@ -833,6 +838,21 @@ func ReadPlan(name string, b []byte) (*Plan, error) {
 		return nil, report.Errorf(report.PlanInvalid, "plan %s does not match its digest (says %s, content is %s): it was edited after planning; plan again", name, p.Digest, want)
 	}
 	return &p, nil
+}
+
+// splitQualified is the schema and name of a relation as regclass prints
+// it, "t", "s.t" or quoted parts; in is the schema of an unqualified one.
+func splitQualified(printed, in string) (schema, name string) {
+	quoted := false
+	for i, r := range printed {
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case r == '.' && !quoted:
+			return unquoteIdent(printed[:i]), unquoteIdent(printed[i+1:])
+		}
+	}
+	return in, unquoteIdent(printed)
 }
 
 // unquoteIdent is the name quote_ident printed as q.

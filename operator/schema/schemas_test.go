@@ -129,6 +129,24 @@ CREATE TABLE public.customers (id int PRIMARY KEY, name text NOT NULL); INSERT I
 		}
 	})
 
+	t.Run("a new child of a table of another managed schema of the same name as one of its own", func(t *testing.T) {
+		db, _ := e.db(t)
+		exec(t, db, `CREATE SCHEMA billing; CREATE TABLE billing.base (id int, a text); CREATE TABLE public.base (id int, b text);`)
+		desired := files(`CREATE SCHEMA billing; CREATE TABLE billing.base (id int, a text); CREATE TABLE public.base (id int, b text);
+CREATE TABLE public.child (x int) INHERITS (billing.base);`)
+		p := mustPlan(t, db, desired, both)
+		if res := mustApply(t, db, p, ApplyOptions{}); !res.Converged {
+			t.Fatalf("apply: %+v", res)
+		}
+		var parent string
+		if err := db.QueryRow("SELECT inhparent::regclass::text FROM pg_inherits WHERE inhrelid = 'public.child'::regclass").Scan(&parent); err != nil || parent != "billing.base" {
+			t.Fatalf("child's parent: %q (%v), want billing.base", parent, err)
+		}
+		if again := mustPlan(t, db, desired, both); len(again.Statements) != 0 {
+			t.Fatalf("not converged: %+v", again.Statements)
+		}
+	})
+
 	t.Run("a column moved between enums of another managed schema", func(t *testing.T) {
 		// Found on migra's fixtures: atlas sees an enum of another schema
 		// as a user-defined type, the cast trial looked for it off the
