@@ -1212,7 +1212,7 @@ func tablePropertySteps(d Difference, liveBy map[string]*Object) (before, after 
 		after = append(after, Step{SQL: alter + " SET " + to, Reason: "makes table " + o.Name + " " + strings.ToLower(to) + " (writes it anew; fails while a foreign key joins it to a table of the other kind)",
 			Validates: true, Table: o.Table, kind: "persistence"})
 	}
-	if lp, wp := parents(l.inherits), parents(w.inherits); !slices.Equal(lp, wp) {
+	if lp, wp := Parents(l.inherits), Parents(w.inherits); !slices.Equal(lp, wp) {
 		// inhseqno orders the parents: keep the common head, detach and
 		// attach again from the first that differs.
 		k := 0
@@ -1257,13 +1257,29 @@ func tablePropertySteps(d Difference, liveBy map[string]*Object) (before, after 
 	return before, after, true
 }
 
-// parents is the list of an "INHERITS (a, b)" clause, in order.
-func parents(inherits string) []string {
-	list := strings.TrimSuffix(strings.TrimPrefix(inherits, "INHERITS ("), ")")
-	if list == "" {
+// Parents is the list of the "INHERITS (a, s.b, "c, d")" clause of a
+// table property definition, in order, each as the catalog prints it
+// (quoted names may hold commas and parentheses).
+func Parents(def string) []string {
+	_, list, ok := strings.Cut(def, "INHERITS (")
+	if !ok {
 		return nil
 	}
-	return strings.Split(list, ", ")
+	var out []string
+	quoted, start := false, 0
+	for i, r := range list {
+		switch {
+		case r == '"':
+			quoted = !quoted
+		case quoted:
+		case r == ',':
+			out = append(out, strings.TrimSpace(list[start:i]))
+			start = i + 1
+		case r == ')':
+			return append(out, strings.TrimSpace(list[start:i]))
+		}
+	}
+	return out
 }
 
 // parametersKind is "storage parameters" when PostgreSQL changes every one

@@ -108,22 +108,9 @@ func withoutOwners(text string) string {
 	if !strings.Contains(strings.ToUpper(text), "OWNER") {
 		return text
 	}
-	stmts, err := sqlsplit.Split(text)
-	if err != nil {
-		return text // reported when the text is run
-	}
-	var b strings.Builder
-	last := 0
-	for _, st := range stmts {
-		if !onlyOwner(st.Node) {
-			continue
-		}
-		b.WriteString(text[last:st.Start])
-		b.WriteString(blank(st.Text(text)))
-		last = st.End
-	}
-	b.WriteString(text[last:])
-	return b.String()
+	return rewrite(text, func(st sqlsplit.Stmt) (string, bool) {
+		return blank(st.Text(text)), onlyOwner(st.Node)
+	})
 }
 
 // onlyOwner says whether n is ALTER ... OWNER TO and nothing else.
@@ -165,18 +152,28 @@ func withoutConcurrently(text string) string {
 	if !strings.Contains(strings.ToUpper(text), "CONCURRENTLY") {
 		return text
 	}
+	return rewrite(text, func(st sqlsplit.Stmt) (string, bool) {
+		return concurrently.ReplaceAllString(st.Text(text), "$1"), concurrently.MatchString(st.Text(text))
+	})
+}
+
+// rewrite is text with each statement f rewrites replaced by what it
+// returns; text as it is when it does not split (the error is reported
+// when it is run).
+func rewrite(text string, f func(st sqlsplit.Stmt) (string, bool)) string {
 	stmts, err := sqlsplit.Split(text)
 	if err != nil {
-		return text // reported when the text is run
+		return text
 	}
 	var b strings.Builder
 	last := 0
 	for _, st := range stmts {
-		if !concurrently.MatchString(st.Text(text)) {
+		out, ok := f(st)
+		if !ok {
 			continue
 		}
 		b.WriteString(text[last:st.Start])
-		b.WriteString(concurrently.ReplaceAllString(st.Text(text), "$1"))
+		b.WriteString(out)
 		last = st.End
 	}
 	b.WriteString(text[last:])

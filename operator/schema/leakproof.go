@@ -56,29 +56,20 @@ func withoutLeakproof(text, marker string) (string, int) {
 	if !strings.Contains(strings.ToUpper(text), "LEAKPROOF") {
 		return text, 0
 	}
-	stmts, err := sqlsplit.Split(text)
-	if err != nil {
-		return text, 0 // reported when the text is run
-	}
-	var b strings.Builder
-	last, n := 0, 0
-	for _, st := range stmts {
+	n := 0
+	out := rewrite(text, func(st sqlsplit.Stmt) (string, bool) {
 		opts, ok := functionOptions(st.Node)
 		alter := st.Node.GetAlterFunctionStmt() != nil
 		if !ok || !(declaresLeakproof(opts) || alter && writesLeakproof(opts)) {
-			continue
+			return "", false
 		}
 		rewritten, ok := replaceLeakproof(st.Text(text), marker, alter)
-		if !ok {
-			continue
+		if ok {
+			n++
 		}
-		b.WriteString(text[last:st.Start])
-		b.WriteString(rewritten)
-		last = st.End
-		n++
-	}
-	b.WriteString(text[last:])
-	return b.String(), n
+		return rewritten, ok
+	})
+	return out, n
 }
 
 // functionOptions is the options of a CREATE FUNCTION or the actions of an

@@ -636,13 +636,10 @@ func (sd *side) inherits() map[string][]string {
 			if o.Kind != "table property" {
 				continue
 			}
-			if _, list, ok := strings.Cut(o.Def, "INHERITS ("); ok {
-				list, _, _ = strings.Cut(list, ")")
-				for _, p := range strings.Split(list, ", ") {
-					child := st.name + "." + unquoteIdent(strings.TrimPrefix(o.Name, quoteIdent(st.name)+"."))
-					schema, name := splitQualified(p, st.name)
-					out[child] = append(out[child], schema+"."+name)
-				}
+			for _, p := range pgcatalog.Parents(o.Def) {
+				child := st.name + "." + unquoteIdent(strings.TrimPrefix(o.Name, quoteIdent(st.name)+"."))
+				schema, name := splitQualified(p, st.name)
+				out[child] = append(out[child], schema+"."+name)
 			}
 		}
 	}

@@ -530,6 +530,13 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			// A parent's quoted name holding a comma and a parenthesis.
+			name:   "a table made a child of a parent whose name needs quoting",
+			before: "CREATE TABLE \"My, (Base)\" (id integer, a text);\nCREATE TABLE c (id integer, a text, x integer);\n",
+			after:  "CREATE TABLE \"My, (Base)\" (id integer, a text);\nCREATE TABLE c (id integer, a text, x integer) INHERITS (\"My, (Base)\");\nCREATE TABLE d (y integer) INHERITS (\"My, (Base)\");\n",
+			want:   "applied, safe",
+		},
+		{
 			// Children dropped before their parents.
 			name:   "a parent and its children dropped",
 			before: "CREATE TABLE a (id integer PRIMARY KEY);\nCREATE TABLE z (id integer, v text);\nCREATE TABLE c1 (x integer) INHERITS (z);\nCREATE TABLE c2 () INHERITS (c1);\n",
