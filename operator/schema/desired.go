@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	pg "github.com/pganalyze/pg_query_go/v6"
+	"google.golang.org/protobuf/proto"
 
 	"ptah.run/operator/operator/database"
 	"ptah.run/operator/operator/report"
@@ -100,17 +101,48 @@ func loadDesired(ctx context.Context, db *database.DB, files []File) (role strin
 
 // withoutOwners blanks the statements of desired SQL text that only give
 // an object to a role (ALTER ... OWNER TO, as pg_dump writes after each
-// object): owners are the deployment's, neither planned nor proven, and
+// object) and takes the role out of CREATE SCHEMA ... AUTHORIZATION: owners are the deployment's, neither planned nor proven, and
 // the comparison's role, a member of no role, could give nothing away.
 // Lines keep their numbers; a statement doing more than that is run as
 // written.
 func withoutOwners(text string) string {
-	if !strings.Contains(strings.ToUpper(text), "OWNER") {
+	if up := strings.ToUpper(text); !strings.Contains(up, "OWNER") && !strings.Contains(up, "AUTHORIZATION") {
 		return text
 	}
 	return rewrite(text, func(st sqlsplit.Stmt) (string, bool) {
+		if out, ok := schemaWithoutOwner(st.Node, st.Text(text)); ok {
+			return out, true
+		}
 		return blank(st.Text(text)), onlyOwner(st.Node)
 	})
+}
+
+// schemaWithoutOwner is CREATE SCHEMA ... AUTHORIZATION role as it reads
+// without the role (a schema named only by its role keeps that name),
+// padded to the lines it had; not ok for any other statement, or when the
+// name would be the session's (AUTHORIZATION CURRENT_USER alone).
+func schemaWithoutOwner(n *pg.Node, stmt string) (string, bool) {
+	cs := n.GetCreateSchemaStmt()
+	if cs == nil || cs.GetAuthrole() == nil {
+		return "", false
+	}
+	c := proto.Clone(n).(*pg.Node)
+	s := c.GetCreateSchemaStmt()
+	if s.Schemaname == "" {
+		if s.Authrole.GetRoletype() != pg.RoleSpecType_ROLESPEC_CSTRING {
+			return "", false
+		}
+		s.Schemaname = s.Authrole.GetRolename()
+	}
+	s.Authrole = nil
+	out, err := pg.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: c}}})
+	if err != nil {
+		return "", false
+	}
+	if pad := strings.Count(stmt, "\n") - strings.Count(out, "\n"); pad > 0 {
+		out += strings.Repeat("\n", pad)
+	}
+	return out, true
 }
 
 // onlyOwner says whether n is ALTER ... OWNER TO and nothing else.

@@ -673,7 +673,7 @@ func TestOwnersInDesiredSQLAreLeftOut(t *testing.T) {
 	db := e.caseDB(t)
 	defer db.drop()
 	ctx := context.Background()
-	desired := files(`CREATE TABLE t (id integer PRIMARY KEY, c text);
+	const given = `CREATE TABLE t (id integer PRIMARY KEY, c text);
 ALTER TABLE t OWNER TO app_owner;
 CREATE VIEW v AS SELECT id FROM t;
 ALTER VIEW v OWNER TO app_owner;
@@ -681,7 +681,8 @@ CREATE FUNCTION f() RETURNS integer LANGUAGE sql AS 'SELECT 1';
 ALTER FUNCTION f() OWNER TO app_owner;
 CREATE TYPE mood AS ENUM ('sad', 'ok');
 ALTER TYPE mood OWNER TO app_owner;
-`)
+`
+	desired := files(given)
 	p, err := ComputePlan(ctx, db.DB, desired, e.o(Options{}))
 	if err != nil {
 		t.Fatalf("plan: %v", err)
@@ -701,6 +702,23 @@ ALTER TYPE mood OWNER TO app_owner;
 	if again, err := ComputePlan(ctx, db.DB, desired, e.o(Options{})); err != nil || len(again.Statements) > 0 {
 		t.Fatalf("planned again after the apply: %s (%v)", outcome(again, nil, err), err)
 	}
+	// A schema given to a role where it is created: made as the
+	// deployment's, its table planned as any other.
+	own := files(given + "CREATE SCHEMA AUTHORIZATION app_owner\n  CREATE TABLE kept (id integer);\n")
+	both := e.o(Options{Schemas: []string{"public", "app_owner"}})
+	p, err = ComputePlan(ctx, db.DB, own, both)
+	if err != nil {
+		t.Fatalf("plan with CREATE SCHEMA AUTHORIZATION: %v", err)
+	}
+	if _, err := Apply(ctx, db.DB, p, ApplyOptions{LockTimeout: 10 * time.Second}); err != nil {
+		t.Fatalf("apply: %v\n%s", err, planText(p))
+	}
+	if err := db.QueryRow("SELECT pg_get_userbyid(nspowner) FROM pg_namespace WHERE nspname = 'app_owner'").Scan(&owner); err != nil || owner == "app_owner" {
+		t.Fatalf("owner of schema app_owner after the apply: %q (%v), want the deployment's role", owner, err)
+	}
+	if again, err := ComputePlan(ctx, db.DB, own, both); err != nil || len(again.Statements) > 0 {
+		t.Fatalf("planned again after the apply: %s (%v)", outcome(again, nil, err), err)
+	}
 	_, err = ComputePlan(ctx, db.DB, files("CREATE TABLE t (id integer PRIMARY KEY, c text);\nALTER TABLE t OWNER TO app_owner, ADD COLUMN d text;\n"), e.o(Options{}))
 	if err == nil || !strings.Contains(err.Error(), "line 2") && !strings.Contains(err.Error(), ":2:") {
 		t.Fatalf("an ALTER TABLE doing more than change the owner: want a load error naming line 2, got %v", err)
@@ -716,6 +734,10 @@ func TestWithoutOwners(t *testing.T) {
 		{"ALTER TABLE t OWNER TO x, ADD COLUMN c int;", "ALTER TABLE t OWNER TO x, ADD COLUMN c int;"},
 		{"CREATE FUNCTION f() RETURNS void LANGUAGE sql AS 'ALTER TABLE t OWNER TO x';", "CREATE FUNCTION f() RETURNS void LANGUAGE sql AS 'ALTER TABLE t OWNER TO x';"},
 		{"COMMENT ON TABLE t IS 'OWNER TO x';", "COMMENT ON TABLE t IS 'OWNER TO x';"},
+		{"CREATE SCHEMA s AUTHORIZATION x;", "CREATE SCHEMA s;"},
+		{"CREATE SCHEMA AUTHORIZATION \"Team X\"\n  CREATE TABLE t (id int);\nSELECT 1;", "CREATE SCHEMA \"Team X\" CREATE TABLE t (id int)\n;\nSELECT 1;"},
+		{"CREATE SCHEMA AUTHORIZATION CURRENT_USER;", "CREATE SCHEMA AUTHORIZATION CURRENT_USER;"},
+		{"CREATE SCHEMA IF NOT EXISTS s AUTHORIZATION SESSION_USER;", "CREATE SCHEMA IF NOT EXISTS s;"},
 	} {
 		if got := withoutOwners(c.in); got != c.want {
 			t.Errorf("withoutOwners(%q) = %q, want %q", c.in, got, c.want)
