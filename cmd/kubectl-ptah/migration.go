@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -89,45 +88,18 @@ func (o *options) migrationPlanCmd() *cobra.Command {
 }
 
 func (o *options) migrationEventsCmd() *cobra.Command {
-	cmd := o.migrationVerb("events", "Show the Events on a PtahMigration, its approvals and acknowledgments, oldest first")
-	out := addOutput(cmd, describe.FormatText)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return o.do(cmd, func(ctx context.Context, c conn) error {
-			if out.view() != "" {
-				return c.reader().MigrationEvents(ctx, cmd.OutOrStdout(), args[0], time.Now())
-			}
-			evs, err := c.reader().MigrationEventList(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			objs := make([]runtime.Object, len(evs.Items))
-			for i := range evs.Items {
-				objs[i] = &evs.Items[i]
-			}
-			return out.printList(cmd.OutOrStdout(), objs)
-		})
-	}
-	return cmd
+	return o.eventsVerb(o.migrationVerb("events", "Show the Events on a PtahMigration, its approvals and acknowledgments, oldest first"),
+		describe.Reader.MigrationEvents, describe.Reader.MigrationEventList)
 }
 
 func (o *options) migrationApproveCmd() *cobra.Command {
 	cmd := o.migrationVerb("approve", "Approve the plan a PtahMigration awaits (creates a PtahMigrationApproval)")
-	out := addOutput(cmd, describe.FormatText)
 	name := cmd.Flags().String("name", "", "the approval's name (default: MIGRATION-<8 hex of the plan's fingerprint>)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return o.do(cmd, func(ctx context.Context, c conn) error {
-			a, err := approval.ApproveMigration(ctx, c, c.namespace, args[0], *name)
-			if err != nil {
-				return err
-			}
-			if out.view() == "" {
-				return out.print(cmd.OutOrStdout(), a)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ptahmigrationapproval.operator.ptah.run/%s created: plan %s approved %s\n", a.Name, a.Spec.PlanName, stamped(a.ApprovedBy))
-			return err
-		})
-	}
-	return cmd
+	return createVerb(o, cmd, func(ctx context.Context, c conn, migration string) (*v1alpha1.PtahMigrationApproval, error) {
+		return approval.ApproveMigration(ctx, c, c.namespace, migration, *name)
+	}, func(a *v1alpha1.PtahMigrationApproval) string {
+		return fmt.Sprintf("ptahmigrationapproval.operator.ptah.run/%s created: plan %s approved %s", a.Name, a.Spec.PlanName, stamped(a.ApprovedBy))
+	})
 }
 
 var outcomes = []string{string(v1alpha1.RunApplied), string(v1alpha1.RunNotApplied), string(v1alpha1.RunPartial)}
@@ -139,12 +111,21 @@ found out: --outcome Applied (every version committed), NotApplied (none) or
 Partial (up to --last-committed-version). The acknowledgment names the run's
 operation, so it never settles another run; the manager then reads the
 history again before anything is planned.`
-	out := addOutput(cmd, describe.FormatText)
 	outcome := cmd.Flags().String("outcome", "", "what the run did: Applied, NotApplied or Partial (required)")
 	last := cmd.Flags().Int64("last-committed-version", 0, "the last version the run committed (required for Partial, refused for NotApplied)")
 	note := cmd.Flags().String("note", "", "how this was established")
 	name := cmd.Flags().String("name", "", "the acknowledgment's name (default: MIGRATION-ack-<12 hex of the operation>)")
 	utilruntime.Must(cmd.RegisterFlagCompletionFunc("outcome", cobra.FixedCompletions(outcomes, cobra.ShellCompDirectiveNoFileComp)))
+	cmd = createVerb(o, cmd, func(ctx context.Context, c conn, migration string) (*v1alpha1.PtahMigrationRunAcknowledgment, error) {
+		return approval.Acknowledge(ctx, c, c.namespace, migration, *name, v1alpha1.RunOutcome(*outcome), *last, *note)
+	}, func(a *v1alpha1.PtahMigrationRunAcknowledgment) string {
+		by := "(not stamped: the acknowledgment admission policies are not installed, so the operator will not consume it)"
+		if a.AcknowledgedBy != nil && a.AcknowledgedBy.Username != "" {
+			by = "by " + a.AcknowledgedBy.Username
+		}
+		return fmt.Sprintf("ptahmigrationrunacknowledgment.operator.ptah.run/%s created: operation %s %s, acknowledged %s",
+			a.Name, a.Spec.Operation, a.Spec.Outcome, by)
+	})
 	checkOutput := cmd.PreRunE
 	// The CRD refuses these too; checked here so that the command line is
 	// refused, exit status 2, before anything is read.
@@ -160,24 +141,6 @@ history again before anything is planned.`
 			return fmt.Errorf("--outcome NotApplied committed nothing: leave --last-committed-version out")
 		}
 		return checkOutput(cmd, args)
-	}
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return o.do(cmd, func(ctx context.Context, c conn) error {
-			a, err := approval.Acknowledge(ctx, c, c.namespace, args[0], *name, v1alpha1.RunOutcome(*outcome), *last, *note)
-			if err != nil {
-				return err
-			}
-			if out.view() == "" {
-				return out.print(cmd.OutOrStdout(), a)
-			}
-			by := "(not stamped: the acknowledgment admission policies are not installed, so the operator will not consume it)"
-			if a.AcknowledgedBy != nil && a.AcknowledgedBy.Username != "" {
-				by = "by " + a.AcknowledgedBy.Username
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ptahmigrationrunacknowledgment.operator.ptah.run/%s created: operation %s %s, acknowledged %s\n",
-				a.Name, a.Spec.Operation, a.Spec.Outcome, by)
-			return err
-		})
 	}
 	return cmd
 }

@@ -62,45 +62,18 @@ func (o *options) statusCmd() *cobra.Command {
 }
 
 func (o *options) eventsCmd() *cobra.Command {
-	cmd := o.schemaCmd("events", "Show the Events on a PtahSchema and its approvals, oldest first")
-	out := addOutput(cmd, describe.FormatText)
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return o.do(cmd, func(ctx context.Context, c conn) error {
-			if out.view() != "" {
-				return c.reader().Events(ctx, cmd.OutOrStdout(), args[0], time.Now())
-			}
-			evs, err := c.reader().EventList(ctx, args[0])
-			if err != nil {
-				return err
-			}
-			objs := make([]runtime.Object, len(evs.Items))
-			for i := range evs.Items {
-				objs[i] = &evs.Items[i]
-			}
-			return out.printList(cmd.OutOrStdout(), objs)
-		})
-	}
-	return cmd
+	return o.eventsVerb(o.schemaCmd("events", "Show the Events on a PtahSchema and its approvals, oldest first"),
+		describe.Reader.Events, describe.Reader.EventList)
 }
 
 func (o *options) approveCmd() *cobra.Command {
 	cmd := o.schemaCmd("approve", "Approve the plan a PtahSchema awaits (creates a PtahSchemaApproval)")
-	out := addOutput(cmd, describe.FormatText)
 	name := cmd.Flags().String("name", "", "the approval's name (default: SCHEMA-<8 hex of the plan's fingerprint>)")
-	cmd.RunE = func(cmd *cobra.Command, args []string) error {
-		return o.do(cmd, func(ctx context.Context, c conn) error {
-			a, err := approval.Approve(ctx, c, c.namespace, args[0], *name)
-			if err != nil {
-				return err
-			}
-			if out.view() == "" {
-				return out.print(cmd.OutOrStdout(), a)
-			}
-			_, err = fmt.Fprintf(cmd.OutOrStdout(), "ptahschemaapproval.operator.ptah.run/%s created: plan %s approved %s\n", a.Name, a.Spec.PlanName, stamped(a.ApprovedBy))
-			return err
-		})
-	}
-	return cmd
+	return createVerb(o, cmd, func(ctx context.Context, c conn, schema string) (*v1alpha1.PtahSchemaApproval, error) {
+		return approval.Approve(ctx, c, c.namespace, schema, *name)
+	}, func(a *v1alpha1.PtahSchemaApproval) string {
+		return fmt.Sprintf("ptahschemaapproval.operator.ptah.run/%s created: plan %s approved %s", a.Name, a.Spec.PlanName, stamped(a.ApprovedBy))
+	})
 }
 
 // stamped says who admission stamped as the approver, or that nothing did.

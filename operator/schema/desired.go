@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	pg "github.com/pganalyze/pg_query_go/v6"
+	pgquery "github.com/wasilibs/go-pgquery"
 	"google.golang.org/protobuf/proto"
 
 	"ptah.run/operator/operator/database"
@@ -135,7 +136,7 @@ func schemaWithoutOwner(n *pg.Node, stmt string) (string, bool) {
 		s.Schemaname = s.Authrole.GetRolename()
 	}
 	s.Authrole = nil
-	out, err := pg.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: c}}})
+	out, err := pgquery.Deparse(&pg.ParseResult{Stmts: []*pg.RawStmt{{Stmt: c}}})
 	if err != nil {
 		return "", false
 	}
