@@ -118,10 +118,11 @@ SELECT 'forced row level security', r.qname, 'FORCE', false, r.relname, NULL::te
 FROM rel r WHERE r.relkind IN ('r', 'p') AND r.relforcerowsecurity
 UNION ALL
 -- a partition's table is its parent's: excluding or protecting the parent
--- takes in its partitions. Deps: the parent.
+-- takes in its partitions. Deps: the parent, qualified when it is of
+-- another schema (regclass under the schema's own search_path).
 SELECT 'partition', r.qname,
-       'PARTITION OF ' || quote_ident(p.relname) || ' ' || pg_get_expr(c.relpartbound, r.oid)
-       || coalesce(' PARTITION BY ' || pg_get_partkeydef(r.oid), ''), false, p.relname, NULL::text, 'table ' || quote_ident(p.relname)
+       'PARTITION OF ' || i.inhparent::regclass::text || ' ' || pg_get_expr(c.relpartbound, r.oid)
+       || coalesce(' PARTITION BY ' || pg_get_partkeydef(r.oid), ''), false, p.relname, NULL::text, 'table ' || i.inhparent::regclass::text
 FROM rel r JOIN pg_class c ON c.oid = r.oid JOIN pg_inherits i ON i.inhrelid = r.oid JOIN pg_class p ON p.oid = i.inhparent
 WHERE r.relkind IN ('r', 'p') AND r.relispartition
 UNION ALL
@@ -312,7 +313,15 @@ SELECT CASE p.prokind WHEN 'p' THEN 'procedure' WHEN 'a' THEN 'aggregate' WHEN '
        quote_ident(p.proname) || '(' || pg_get_function_identity_arguments(p.oid) || ')',
        CASE WHEN p.prokind = 'a' THEN (SELECT format('sfunc=%s stype=%s finalfunc=%s initcond=%s', a.aggtransfn, format_type(a.aggtranstype, NULL), a.aggfinalfn, a.agginitval) FROM pg_aggregate a WHERE a.aggfnoid = p.oid)
             ELSE pg_get_functiondef(p.oid) END,
-       false, '', NULL::text, NULL::text
+       false, '', NULL::text,
+       -- the routines its body uses (a SQL-standard body is parsed where
+       -- it is created, so they come first), of another schema qualified
+       (SELECT string_agg(DISTINCT CASE r.prokind WHEN 'p' THEN 'procedure ' WHEN 'a' THEN 'aggregate ' WHEN 'w' THEN 'window function ' ELSE 'function ' END
+                 || CASE WHEN r.pronamespace = p.pronamespace THEN '' ELSE quote_ident(rn.nspname) || '.' END
+                 || quote_ident(r.proname) || '(' || pg_get_function_identity_arguments(r.oid) || ')', E'\n')
+        FROM pg_depend d JOIN pg_proc r ON r.oid = d.refobjid JOIN pg_namespace rn ON rn.oid = r.pronamespace
+        WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.refclassid = 'pg_proc'::regclass
+          AND d.deptype = 'n' AND r.oid <> p.oid)
 FROM pg_proc p JOIN ns n ON n.oid = p.pronamespace
 WHERE NOT EXISTS (SELECT 1 FROM ext WHERE ext.classid = 'pg_proc'::regclass AND ext.objid = p.oid)
   -- a range type's constructors belong to the type

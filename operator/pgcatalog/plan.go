@@ -80,6 +80,7 @@ func Plan(diffs []Difference, live, desired []Object, around Around) Planned {
 	var p Planned
 	liveBy, desiredBy := index(live), index(desired)
 	diffs = append(diffs, partitionDefaultsReset(diffs, liveBy, desiredBy)...)
+	routinesInOrder(diffs, liveBy, desiredBy)
 	// The views to drop: those changed or gone, those reading a rewritten
 	// table, and, transitively, every view reading one of them.
 	dropView := map[string]bool{}
@@ -516,6 +517,31 @@ func topo(ks []string, by map[string]*Object, reverse bool) []string {
 		}
 	}
 	return out
+}
+
+// routinesInOrder puts the routines among diffs in an order where each
+// comes after the routines its desired body uses, and each dropped one
+// before those its live body uses, in the places routines held: a
+// SQL-standard body (RETURN, BEGIN ATOMIC) is parsed where it is created,
+// whatever check_function_bodies says, and holds what it uses.
+func routinesInOrder(diffs []Difference, liveBy, desiredBy map[string]*Object) {
+	var at []int
+	var made, dropped []string
+	byKey := map[string]Difference{}
+	for i, d := range diffs {
+		if o := d.Object(); isRoutine(o.Kind) || o.Kind == "aggregate" {
+			at = append(at, i)
+			byKey[o.Key()] = d
+			if d.Desired != nil {
+				made = append(made, o.Key())
+			} else {
+				dropped = append(dropped, o.Key())
+			}
+		}
+	}
+	for n, k := range append(topo(made, desiredBy, false), topo(dropped, liveBy, true)...) {
+		diffs[at[n]] = byKey[k]
+	}
 }
 
 func contains(s []string, v string) bool {

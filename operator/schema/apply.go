@@ -93,7 +93,7 @@ func (p *Plan) setSearchPath(ctx context.Context, tx *sql.Tx, s Statement, curre
 	if name == "" {
 		name = p.Schemas[0]
 	}
-	path := searchPath(name, p.Schemas)
+	path := searchPath(name)
 	if path == *current {
 		return nil
 	}

@@ -25,10 +25,10 @@ import (
 // PostgreSQL said. A type the dev database does not have (a live type the
 // desired SQL drops) cannot be tried; that change is planned as atlas
 // writes it, and fails in the apply's transaction if it must.
-func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Change, live, desired *state, schemas []string) error {
+func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Change, live, desired *state) error {
 	// Types print as the schema's search path names them (searchPath):
 	// the trial resolves them under the same one.
-	path := searchPath(live.name, schemas)
+	path := searchPath(live.name)
 	liveCols, desiredCols := columnsByKey(live.objects), columnsByKey(desired.objects)
 	for _, ch := range changes {
 		m, ok := ch.(*sqlschema.ModifyTable)

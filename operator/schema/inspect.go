@@ -79,18 +79,12 @@ func (s *side) invalidIndexes() []invalidIndex {
 }
 
 // searchPath is the search_path the objects of schema name are read and
-// planned under: name first, then the other managed schemas, so a
-// definition names an object of another managed schema the same way on
-// both sides.
-func searchPath(name string, schemas []string) string {
-	path := []string{quoteIdent(name)}
-	for _, s := range schemas {
-		if s != name {
-			path = append(path, quoteIdent(s))
-		}
-	}
-	return strings.Join(path, ", ")
-}
+// planned under: that schema alone, so a definition names an object of any
+// other schema qualified. With the other managed schemas on the path, a
+// foreign key to public.t and one to billing.t printed alike as long as
+// each side had only one of them, and a plan moving t between schemas
+// kept the key on the table it dropped.
+func searchPath(name string) string { return quoteIdent(name) }
 
 // globalKinds are catalog rows not of any one schema; they are read with
 // the first managed schema only.
@@ -130,7 +124,7 @@ func inspectSide(ctx context.Context, tx *sql.Tx, schemas []string, exclude []st
 // glob patterns of objects to ignore. withSchemas also lists the schemas
 // other than the managed ones.
 func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exclude []string, withSchemas bool) (*state, error) {
-	if _, err := tx.ExecContext(ctx, catalogread.SetSearchPath, searchPath(name, schemas)); err != nil {
+	if _, err := tx.ExecContext(ctx, catalogread.SetSearchPath, searchPath(name)); err != nil {
 		return nil, fmt.Errorf("set search_path for inspection: %w", err)
 	}
 	var exists bool

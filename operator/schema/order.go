@@ -19,11 +19,26 @@ import (
 // would take them with it, and the later DROP CONSTRAINT fails), then
 // columns are dropped, changed and added, and constraints and indexes are
 // added last (they may name a column added here). A change of a
-// constraint is its drop and its add, so each lands in its pass.
+// constraint, or of an index on a dropped column, is its drop and its
+// add, so each lands in its pass.
 func tablePartOrder(parts []sqlschema.Change) []sqlschema.Change {
+	dropped := map[string]bool{}
+	for _, c := range parts {
+		if d, ok := c.(*sqlschema.DropColumn); ok {
+			dropped[d.C.Name] = true
+		}
+	}
 	var split []sqlschema.Change
 	for _, c := range parts {
 		switch c := c.(type) {
+		case *sqlschema.ModifyIndex:
+			// An index on a column dropped here goes with the column:
+			// it is dropped first and built again, not modified after.
+			if slices.ContainsFunc(c.From.Parts, func(p *sqlschema.IndexPart) bool { return p.C != nil && dropped[p.C.Name] }) {
+				split = append(split, &sqlschema.DropIndex{I: c.From}, &sqlschema.AddIndex{I: c.To})
+			} else {
+				split = append(split, c)
+			}
 		case *sqlschema.ModifyPrimaryKey:
 			split = append(split, &sqlschema.DropPrimaryKey{P: c.From}, &sqlschema.AddPrimaryKey{P: c.To})
 		case *sqlschema.ModifyForeignKey:

@@ -333,7 +333,7 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 		l.recreate, l.recreatedTypes = recreatedAround(enums, l, d)
 		c = userTypeChanges(c, l.schema, d.schema)
 		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d, namesAny(enums))
-		if err := castTrials(ctx, dev, c, l, d, opts.managed()); err != nil {
+		if err := castTrials(ctx, dev, c, l, d); err != nil {
 			return nil, err
 		}
 		var precisionDiffs []pgcatalog.Difference
@@ -489,8 +489,15 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			atlasStatement(c)
 		}
 	}
-	for _, o := range cmp.objects {
-		steps(o, o.planned.Before)
+	// What goes before atlas's statements: drops, the schemas read by
+	// others last; then what is made, the schemas read by others first
+	// (a routine whose body calls another schema's).
+	order := createOrder(cmp)
+	for i := len(order) - 1; i >= 0; i-- {
+		steps(order[i], slices.DeleteFunc(slices.Clone(order[i].planned.Before), func(s pgcatalog.Step) bool { return !s.Drops }))
+	}
+	for _, o := range order {
+		steps(o, slices.DeleteFunc(slices.Clone(o.planned.Before), func(s pgcatalog.Step) bool { return s.Drops }))
 	}
 	// A parent's columns dropped ONLY go first, the parents before their
 	// children: a child's own drop of a column it inherited fails until
@@ -525,11 +532,33 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		return 0
 	}
 	slices.SortStableFunc(rest, func(a, b *migrate.Change) int { return generation(a) - generation(b) })
+	rest = dropsBeforeTheirNames(rest)
 	for _, c := range append(onlyDrops, rest...) {
 		atlasStatement(c)
 	}
-	for _, o := range createOrder(cmp) {
-		steps(o, o.planned.After)
+	// After them: what each schema makes, the schemas read by others
+	// first; then every schema's foreign keys (tables of two schemas may
+	// reference each other's); then comments, which may be on such a key;
+	// then what is dropped, the schemas read by others last.
+	pass := func(s pgcatalog.Step) int {
+		switch {
+		case s.Drops:
+			return 3
+		case s.Kind() == "foreign key":
+			return 1
+		case strings.HasPrefix(s.SQL, "COMMENT ON "):
+			return 2
+		}
+		return 0
+	}
+	for n := range 4 {
+		for i := range order {
+			o := order[i]
+			if n == 3 {
+				o = order[len(order)-1-i]
+			}
+			steps(o, slices.DeleteFunc(slices.Clone(o.planned.After), func(s pgcatalog.Step) bool { return pass(s) != n }))
+		}
 	}
 	p.Statements = append(p.Statements, cmp.dropped...)
 	for _, s := range p.Statements {
@@ -585,6 +614,60 @@ func withInherits(c *migrate.Change, cmd string, childOf map[string][]string) st
 }
 
 // qualified is a table's name as inherits keys it, "schema.table".
+// dropsBeforeTheirNames moves a dropped table before the first statement
+// creating an index under the name one of its indexes holds (index names
+// are the schema's, and atlas drops tables last). Its foreign keys and
+// what reads it are gone by then: pgcatalog drops them before atlas's
+// statements.
+func dropsBeforeTheirNames(changes []*migrate.Change) []*migrate.Change {
+	created := func(c *migrate.Change) []string {
+		var ixs []*sqlschema.Index
+		var t *sqlschema.Table
+		switch x := c.Source.(type) {
+		case *sqlschema.AddTable:
+			t, ixs = x.T, append(slices.Clone(x.T.Indexes), x.T.PrimaryKey)
+		case *sqlschema.ModifyTable:
+			t = x.T
+			for _, sub := range x.Changes {
+				switch y := sub.(type) {
+				case *sqlschema.AddIndex:
+					ixs = append(ixs, y.I)
+				case *sqlschema.AddPrimaryKey:
+					ixs = append(ixs, y.P)
+				}
+			}
+		}
+		var names []string
+		for _, ix := range ixs {
+			if ix != nil && ix.Name != "" && t.Schema != nil {
+				names = append(names, t.Schema.Name+"."+ix.Name)
+			}
+		}
+		return names
+	}
+	for i := 0; i < len(changes); i++ {
+		d, ok := changes[i].Source.(*sqlschema.DropTable)
+		if !ok || d.T.Schema == nil {
+			continue
+		}
+		held := map[string]bool{}
+		for _, ix := range append(slices.Clone(d.T.Indexes), d.T.PrimaryKey) {
+			if ix != nil && ix.Name != "" {
+				held[d.T.Schema.Name+"."+ix.Name] = true
+			}
+		}
+		for j := range i {
+			if slices.ContainsFunc(created(changes[j]), func(n string) bool { return held[n] }) {
+				c := changes[i]
+				copy(changes[j+1:i+1], changes[j:i])
+				changes[j] = c
+				break
+			}
+		}
+	}
+	return changes
+}
+
 func qualified(t *sqlschema.Table) string {
 	if t.Schema == nil {
 		return t.Name
