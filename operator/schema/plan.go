@@ -773,13 +773,16 @@ func serialSequence(c *migrate.Change) string {
 	return strings.Replace(c.Cmd, " OWNED BY ", " AS "+typ+" OWNED BY ", 1)
 }
 
-// createOrder puts a schema's objects (views, triggers, ...) after those of
-// the schemas its desired views read, so a view reading another schema's
-// view is created after it.
+// createOrder puts a schema's objects (views, routines, ...) after those
+// of the schemas its objects read, desired or live, so a view reading
+// another schema's view is created after it, and, in the reverse order,
+// dropped before it.
 func createOrder(cmp *comparison) []schemaObjects {
 	reads := map[string]map[string]bool{}
-	for _, d := range cmp.desired.schemas {
-		reads[d.name] = map[string]bool{}
+	for _, d := range append(slices.Clone(cmp.desired.schemas), cmp.live.schemas...) {
+		if reads[d.name] == nil {
+			reads[d.name] = map[string]bool{}
+		}
 		for _, o := range d.objects {
 			for _, dep := range o.Deps {
 				for _, other := range cmp.desired.schemas {
