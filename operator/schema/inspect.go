@@ -167,6 +167,7 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 		return nil, err
 	}
 	withoutInvalid(s, invalid)
+	nullableAsDeclared(s, objects)
 	if err := unborrowSerials(ctx, tx, s); err != nil {
 		return nil, err
 	}
@@ -190,6 +191,20 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 		return nil, err
 	}
 	return &state{name: name, schema: s, objects: objects, fingerprint: fp, invalid: invalid, inherited: inherited}, nil
+}
+
+// nullableAsDeclared takes each column's own NOT NULL from the catalog:
+// atlas reads information_schema, where a column of a NOT NULL domain
+// cannot be null, and would declare the column NOT NULL itself.
+func nullableAsDeclared(s *sqlschema.Schema, objects []pgcatalog.Object) {
+	cols := columnsByKey(objects)
+	for _, t := range s.Tables {
+		for _, c := range t.Columns {
+			if o := cols["column "+quoteIdent(t.Name)+"."+quoteIdent(c.Name)]; o != nil && c.Type != nil && !c.Type.Null && slices.Contains(strings.Fields(o.Def), "notnull=f") {
+				c.Type.Null = true
+			}
+		}
+	}
 }
 
 // crossSchemaDeps adds to the views of schema name the relations of the

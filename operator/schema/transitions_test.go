@@ -33,6 +33,14 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			// atlas read the column as NOT NULL (information_schema says
+			// a NOT NULL domain's column cannot be null) and declared it so.
+			name:   "columns of a NOT NULL domain, one declared NOT NULL itself",
+			before: "CREATE TABLE t (id integer PRIMARY KEY);\n",
+			after:  "CREATE DOMAIN amount AS numeric(14,2) DEFAULT 0 NOT NULL CHECK (VALUE >= 0);\nCREATE TABLE t (id integer PRIMARY KEY, price amount, cost amount NOT NULL);\n",
+			want:   "applied, safe",
+		},
+		{
 			name:   "a column's collation reset to its type's",
 			before: "CREATE TABLE t (id integer PRIMARY KEY, c text COLLATE \"C\");\n",
 			after:  "CREATE TABLE t (id integer PRIMARY KEY, c text);\n",
