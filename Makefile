@@ -77,7 +77,7 @@ $(HELM):
 ## chart: helm lint, helm template and helm package of the operator's chart (Helm built from the Go module proxy, the version go.mod pins)
 .PHONY: chart
 chart: $(HELM)
-	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --kube-version $(KUBERNETES_VERSION)
 	$(HELM) template ptah $(CHART) --namespace ptah-system --kube-version $(KUBERNETES_VERSION) > /dev/null
 	@out=$$(mktemp -d) && $(HELM) package $(CHART) -d $$out && rm -rf $$out
 

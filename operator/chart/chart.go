@@ -56,6 +56,14 @@ func Load() (*helmchart.Chart, error) {
 // would with values over its defaults, and decodes every object, in file
 // order then document order.
 func Render(release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+	return RenderOn("v1.37.2", nil, release, namespace, values)
+}
+
+// RenderOn is Render as `helm install --dry-run` against a cluster of
+// Kubernetes version kube ("v1.35.0") would, the cluster's discovery
+// listing apiVersions ("group/version/Kind" and "group/version") besides
+// the versions Helm knows; nil, as `helm template --kube-version kube`.
+func RenderOn(kube string, apiVersions []string, release, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	c, err := Load()
 	if err != nil {
 		return nil, err
@@ -64,8 +72,13 @@ func Render(release, namespace string, values map[string]any) ([]*unstructured.U
 	if err != nil {
 		return nil, err
 	}
+	kv, err := chartutil.ParseKubeVersion(kube)
+	if err != nil {
+		return nil, err
+	}
 	caps := chartutil.DefaultCapabilities.Copy()
-	caps.KubeVersion = chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
+	caps.KubeVersion = *kv
+	caps.APIVersions = append(caps.APIVersions, apiVersions...)
 	rv, err := chartutil.ToRenderValues(c, vals, chartutil.ReleaseOptions{Name: release, Namespace: namespace, IsInstall: true, Revision: 1}, caps)
 	if err != nil {
 		return nil, err

@@ -15,8 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"ptah.run/operator/internal/testenv"
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 	"ptah.run/operator/operator/chart"
 )
 
@@ -219,4 +221,59 @@ func TestChartKeepsCRDs(t *testing.T) {
 			t.Fatalf("crds.keep=%t: no CRD rendered", keep)
 		}
 	}
+}
+
+// TestChartAdmissionOnV1beta1: on a cluster serving MutatingAdmissionPolicy
+// only as v1beta1 (Kubernetes 1.34 and 1.35 with it enabled), the chart
+// installs the stamps as v1beta1, and a real API server serving v1beta1
+// stamps a forged approver with the requesting user as the v1 policies do.
+// Where neither version is served the chart refuses to install, naming the
+// way out.
+func TestChartAdmissionOnV1beta1(t *testing.T) {
+	t.Parallel()
+	const beta = "admissionregistration.k8s.io/v1beta1"
+	objs, err := chart.RenderOn("v1.35.0", []string{"v1/Pod", beta, beta + "/MutatingAdmissionPolicy", beta + "/MutatingAdmissionPolicyBinding"}, "ptah", "ptah-system", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, o := range objs {
+		if strings.HasPrefix(o.GetKind(), "MutatingAdmissionPolicy") {
+			n++
+			if o.GetAPIVersion() != beta {
+				t.Errorf("%s %s installed as %s, want %s", o.GetKind(), o.GetName(), o.GetAPIVersion(), beta)
+			}
+		}
+	}
+	if n != 6 {
+		t.Fatalf("the chart installs %d MutatingAdmissionPolicies and bindings, want 6", n)
+	}
+	if _, err := chart.RenderOn("v1.35.0", []string{"v1/Pod"}, "ptah", "ptah-system", nil); err == nil || !strings.Contains(err.Error(), "admission.install=false") {
+		t.Errorf("a cluster serving no MutatingAdmissionPolicy: want a refusal naming admission.install=false, got %v", err)
+	}
+
+	api := testenv.StartAPIServer(t, func(e *envtest.Environment) {
+		e.ControlPlane.GetAPIServer().Configure().Append("runtime-config", beta+"=true")
+	})
+	admin := newClient(t, api.Config)
+	ctx := context.Background()
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ptah-system"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		eventually(t, "create "+o.GetKind()+" "+o.GetName(), func() error { return admin.Create(ctx, o.DeepCopy()) })
+	}
+	alice := impersonated(t, ctx, admin, api.Config, "alice", []string{"ptah-approvers"},
+		[]string{"ptahschemaapprovals"}, []string{"create", "get"})
+	var a *v1alpha1.PtahSchemaApproval
+	eventually(t, "the v1beta1 policy stamps approvals", func() error {
+		a = approval("orders-f1-alice", forgedApprover())
+		if err := alice.Create(ctx, a, client.DryRunAll); err != nil {
+			return err
+		}
+		if a.ApprovedBy == nil || a.ApprovedBy.Username != "alice" {
+			return fmt.Errorf("approvedBy = %+v, want alice", a.ApprovedBy)
+		}
+		return nil
+	})
 }
