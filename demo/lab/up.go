@@ -351,7 +351,7 @@ func (l *Lab) releaseValues(devImage string) map[string]any {
 	return map[string]any{
 		"devDatabase":         map[string]any{"image": devImage},
 		"image":               map[string]any{"repository": "ptah-manager", "tag": "dev", "pullPolicy": "IfNotPresent"},
-		"executor":            map[string]any{"image": "ptah-executor:dev"},
+		"executor":            map[string]any{"image": "ptah-executor:dev", "ptahVersion": "dev"},
 		"plainHTTPRegistries": []any{registryInCluster()},
 		"podAnnotations":      map[string]any{"ptah.run/manager-image-digest": l.imageBuild().get("PTAH_LAB_MANAGER_DIGEST")},
 	}

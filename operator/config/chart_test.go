@@ -76,8 +76,17 @@ func TestChartInstalls(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKey{Namespace: "ptah-system", Name: "ptah-manager"}, &d); err != nil {
 		t.Fatal(err)
 	}
-	if img := d.Spec.Template.Spec.Containers[0].Image; img != "ptah-manager:dev" {
-		t.Errorf("manager image %q, want ptah-manager:dev", img)
+	// Image tags follow the chart's appVersion unless set.
+	ch, err := chart.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := ch.Metadata.AppVersion
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != "ptah-manager:"+app {
+		t.Errorf("manager image %q, want ptah-manager:%s", img, app)
+	}
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--executor-image=ptah-executor:"+app) || !slices.Contains(args, "--ptah-version="+app) {
+		t.Errorf("manager args %v, want the executor image and ptah version of appVersion %s", args, app)
 	}
 	if sc := d.Spec.Template.Spec.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		t.Errorf("the manager's Pod may run as root: %+v", sc)
