@@ -489,12 +489,14 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			atlasStatement(c)
 		}
 	}
-	// What goes before atlas's statements: drops, the schemas read by
-	// others last; then what is made, the schemas read by others first
-	// (a routine whose body calls another schema's).
-	order := createOrder(cmp)
-	for i := len(order) - 1; i >= 0; i-- {
-		steps(order[i], slices.DeleteFunc(slices.Clone(order[i].planned.Before), func(s pgcatalog.Step) bool { return !s.Drops }))
+	// What goes before atlas's statements: drops, the schemas the live
+	// objects of others read last; then what is made, the schemas the
+	// desired objects of others read first (a routine whose body calls
+	// another schema's).
+	order, dropOrder := schemaOrder(cmp, cmp.desired), schemaOrder(cmp, cmp.live)
+	slices.Reverse(dropOrder)
+	for _, o := range dropOrder {
+		steps(o, slices.DeleteFunc(slices.Clone(o.planned.Before), func(s pgcatalog.Step) bool { return !s.Drops }))
 	}
 	for _, o := range order {
 		steps(o, slices.DeleteFunc(slices.Clone(o.planned.Before), func(s pgcatalog.Step) bool { return s.Drops }))
@@ -552,11 +554,11 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 		return 0
 	}
 	for n := range 4 {
-		for i := range order {
-			o := order[i]
-			if n == 3 {
-				o = order[len(order)-1-i]
-			}
+		in := order
+		if n == 3 {
+			in = dropOrder
+		}
+		for _, o := range in {
 			steps(o, slices.DeleteFunc(slices.Clone(o.planned.After), func(s pgcatalog.Step) bool { return pass(s) != n }))
 		}
 	}
@@ -773,19 +775,17 @@ func serialSequence(c *migrate.Change) string {
 	return strings.Replace(c.Cmd, " OWNED BY ", " AS "+typ+" OWNED BY ", 1)
 }
 
-// createOrder puts a schema's objects (views, routines, ...) after those
-// of the schemas its objects read, desired or live, so a view reading
-// another schema's view is created after it, and, in the reverse order,
-// dropped before it.
-func createOrder(cmp *comparison) []schemaObjects {
+// schemaOrder puts a schema's objects (views, routines, ...) after those
+// of the schemas its objects on side read: with the desired side, the
+// order to create in (a view reading another schema's view after it);
+// reversed, with the live side, the order to drop in.
+func schemaOrder(cmp *comparison, side *side) []schemaObjects {
 	reads := map[string]map[string]bool{}
-	for _, d := range append(slices.Clone(cmp.desired.schemas), cmp.live.schemas...) {
-		if reads[d.name] == nil {
-			reads[d.name] = map[string]bool{}
-		}
+	for _, d := range side.schemas {
+		reads[d.name] = map[string]bool{}
 		for _, o := range d.objects {
 			for _, dep := range o.Deps {
-				for _, other := range cmp.desired.schemas {
+				for _, other := range side.schemas {
 					_, name, _ := strings.Cut(dep, " ")
 					if other.name != d.name && strings.HasPrefix(strings.TrimPrefix(name, "view "), quoteIdent(other.name)+".") {
 						reads[d.name][other.name] = true

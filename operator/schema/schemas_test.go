@@ -195,6 +195,37 @@ ALTER TABLE billing.p1 ADD CONSTRAINT p1_q1 FOREIGN KEY (k, id) REFERENCES q1 (k
 `,
 		},
 		{
+			// Creation follows what the desired views read, drops what the
+			// live ones read: one order for both had the live reading win.
+			name: "views of two schemas whose reading turns round",
+			before: `CREATE SCHEMA billing;
+CREATE TABLE t (id int);
+CREATE VIEW billing.v AS SELECT id FROM public.t;
+CREATE VIEW v AS SELECT id FROM billing.v;
+`,
+			after: `CREATE SCHEMA billing;
+CREATE TABLE t (id int, x int);
+CREATE VIEW v AS SELECT id, x FROM public.t;
+CREATE VIEW billing.v AS SELECT id, x FROM public.v;
+`,
+		},
+		{
+			name:   "foreign keys both ways between schemas, one commented",
+			before: "CREATE SCHEMA billing;\nCREATE TABLE billing.a (id int PRIMARY KEY);\n",
+			after: `CREATE SCHEMA billing;
+CREATE TABLE billing.a (id int PRIMARY KEY);
+CREATE TABLE b (id int PRIMARY KEY, a_id int);
+ALTER TABLE billing.a ADD CONSTRAINT a_b FOREIGN KEY (id) REFERENCES b (id);
+ALTER TABLE b ADD CONSTRAINT b_a FOREIGN KEY (a_id) REFERENCES billing.a (id);
+COMMENT ON CONSTRAINT a_b ON billing.a IS 'to public';
+`,
+		},
+		{
+			name:   "a default and a check calling another schema's function",
+			before: "CREATE SCHEMA billing;\nCREATE TABLE t (id int);\n",
+			after:  "CREATE SCHEMA billing;\nCREATE FUNCTION billing.next_id() RETURNS int LANGUAGE sql RETURN 42;\nCREATE TABLE t (id int DEFAULT billing.next_id(), note text CHECK (billing.next_id() > 0));\n",
+		},
+		{
 			name:   "a new table's index takes the name of a dropped table's",
 			before: "CREATE SCHEMA billing;\nCREATE TABLE old (a int, b int);\nCREATE UNIQUE INDEX ab ON old (a, b);\n",
 			after:  "CREATE SCHEMA billing;\nCREATE TABLE fresh (a int, b int);\nCREATE UNIQUE INDEX ab ON fresh (a, b);\n",
