@@ -615,48 +615,50 @@ func withInherits(c *migrate.Change, cmd string, childOf map[string][]string) st
 	return cmd + " INHERITS (" + strings.Join(names, ", ") + ")"
 }
 
-// qualified is a table's name as inherits keys it, "schema.table".
 // dropsBeforeTheirNames moves a dropped table before the first statement
-// creating an index under the name one of its indexes holds (index names
-// are the schema's, and atlas drops tables last). Its foreign keys and
-// what reads it are gone by then: pgcatalog drops them before atlas's
-// statements.
+// creating a relation under a name the table or one of its indexes holds
+// (a schema's tables, indexes and sequences share one namespace, and atlas
+// drops tables last). Its foreign keys and what reads it are gone by
+// then: pgcatalog drops them before atlas's statements.
 func dropsBeforeTheirNames(changes []*migrate.Change) []*migrate.Change {
+	names := func(t *sqlschema.Table, ixs ...*sqlschema.Index) []string {
+		if t.Schema == nil {
+			return nil
+		}
+		var out []string
+		for _, ix := range ixs {
+			if ix != nil && ix.Name != "" {
+				out = append(out, t.Schema.Name+"."+ix.Name)
+			}
+		}
+		return out
+	}
 	created := func(c *migrate.Change) []string {
-		var ixs []*sqlschema.Index
-		var t *sqlschema.Table
 		switch x := c.Source.(type) {
 		case *sqlschema.AddTable:
-			t, ixs = x.T, append(slices.Clone(x.T.Indexes), x.T.PrimaryKey)
+			return append(names(x.T, append(slices.Clone(x.T.Indexes), x.T.PrimaryKey)...), qualified(x.T))
 		case *sqlschema.ModifyTable:
-			t = x.T
+			var out []string
 			for _, sub := range x.Changes {
 				switch y := sub.(type) {
 				case *sqlschema.AddIndex:
-					ixs = append(ixs, y.I)
+					out = append(out, names(x.T, y.I)...)
 				case *sqlschema.AddPrimaryKey:
-					ixs = append(ixs, y.P)
+					out = append(out, names(x.T, y.P)...)
 				}
 			}
+			return out
 		}
-		var names []string
-		for _, ix := range ixs {
-			if ix != nil && ix.Name != "" && t.Schema != nil {
-				names = append(names, t.Schema.Name+"."+ix.Name)
-			}
-		}
-		return names
+		return nil
 	}
 	for i := 0; i < len(changes); i++ {
 		d, ok := changes[i].Source.(*sqlschema.DropTable)
 		if !ok || d.T.Schema == nil {
 			continue
 		}
-		held := map[string]bool{}
-		for _, ix := range append(slices.Clone(d.T.Indexes), d.T.PrimaryKey) {
-			if ix != nil && ix.Name != "" {
-				held[d.T.Schema.Name+"."+ix.Name] = true
-			}
+		held := map[string]bool{qualified(d.T): true}
+		for _, n := range names(d.T, append(slices.Clone(d.T.Indexes), d.T.PrimaryKey)...) {
+			held[n] = true
 		}
 		for j := range i {
 			if slices.ContainsFunc(created(changes[j]), func(n string) bool { return held[n] }) {
@@ -670,6 +672,7 @@ func dropsBeforeTheirNames(changes []*migrate.Change) []*migrate.Change {
 	return changes
 }
 
+// qualified is a table's name as inherits keys it, "schema.table".
 func qualified(t *sqlschema.Table) string {
 	if t.Schema == nil {
 		return t.Name

@@ -231,6 +231,12 @@ COMMENT ON CONSTRAINT a_b ON billing.a IS 'to public';
 			after:  "CREATE SCHEMA billing;\nCREATE TABLE fresh (a int, b int);\nCREATE UNIQUE INDEX ab ON fresh (a, b);\n",
 		},
 		{
+			// Relation names are one namespace: found reviewing the case above.
+			name:   "a new table takes the name of a dropped table's index",
+			before: "CREATE SCHEMA billing;\nCREATE TABLE old (x int);\nCREATE UNIQUE INDEX ab ON old (x);\n",
+			after:  "CREATE SCHEMA billing;\nCREATE TABLE ab (x int);\n",
+		},
+		{
 			name:   "an index kept by name over columns that are dropped and added",
 			before: "CREATE SCHEMA billing;\nCREATE TABLE t (id int PRIMARY KEY, a int, b int);\nCREATE UNIQUE INDEX t_ab ON t (a, b);\n",
 			after:  "CREATE SCHEMA billing;\nCREATE TABLE t (id int PRIMARY KEY, c int, d int);\nCREATE UNIQUE INDEX t_ab ON t (c, d);\n",
