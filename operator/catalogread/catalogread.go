@@ -487,9 +487,23 @@ WHERE n.nspname = $1 AND t.relkind IN ('r', 'p') AND pg_get_expr(d.adbin, d.adre
 ORDER BY 1, 2`
 )
 
+// IdentityUnused reads, for the identity column $3 (as DDL writes it) of
+// table $2 (likewise) of schema $1, the table's qualified name, the
+// column's name and whether its sequence has never generated a value: not
+// called since it was created, and still at its start. A sequence's
+// position is only read by selecting from it; query_to_xml runs that
+// select, a read of a catalog-named relation, inside this one statement.
+const IdentityUnused = `
+SELECT t.name, a.attname,
+       coalesce((xpath('/row/unused/text()', query_to_xml(format('SELECT NOT is_called AND last_value = %s AS unused FROM %s', p.seqstart, s.seq), false, true, '')))[1]::text = 'true', false)
+FROM (SELECT format('%I.%s', $1::text, $2::text) AS name) t
+JOIN pg_attribute a ON a.attrelid = t.name::regclass AND quote_ident(a.attname) = $3 AND NOT a.attisdropped
+CROSS JOIN LATERAL (SELECT pg_get_serial_sequence(t.name, a.attname)::regclass AS seq) s
+JOIN pg_sequence p ON p.seqrelid = s.seq`
+
 // ptahStatements are the statements of ptah's own code above.
 var ptahStatements = []string{Objects, SetSearchPath, SetLockTimeout, WriterLock, WriterUnlock, WriterLockXact,
-	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, BorrowedSequences, InheritedColumns, Roles, RunsAs, SetTargetRole, Rendering}
+	SchemaExists, DevSessionSeen, DevDatabaseSeen, RevisionTableSeen, RevisionHistory, CrossSchemaViews, InvalidIndexes, BorrowedSequences, InheritedColumns, Roles, RunsAs, SetTargetRole, IdentityUnused, Rendering}
 
 // DriverStatements are what pgx sends by itself: a ping and the ends of a
 // read-only transaction. They never pass through Check (pgx writes them

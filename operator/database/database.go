@@ -186,6 +186,11 @@ func LockSession(ctx context.Context, conn *sql.Conn, target string, timeout tim
 	return nil
 }
 
+// StalePremise is the SQLSTATE a plan's guard raises when what the plan
+// read of the data, and took as losing nothing, no longer holds (an
+// identity's sequence has moved since): the plan is stale, not failed.
+const StalePremise = "PTAH1"
+
 // IsLockTimeout reports whether err is PostgreSQL giving up on a lock wait.
 func IsLockTimeout(err error) bool {
 	var pgErr *pgconn.PgError
@@ -222,6 +227,8 @@ func CommitError(target, doing string, err error) *report.Error {
 func StatementError(target, doing string, err error) *report.Error {
 	var pgErr *pgconn.PgError
 	switch {
+	case errors.As(err, &pgErr) && pgErr.Code == StalePremise:
+		return report.Errorf(report.StalePlan, "%s on %s: %s", doing, target, pgErr.Message)
 	case IsLockTimeout(err):
 		return report.Errorf(report.LockTimeout, "%s on %s: a lock was not granted within the lock timeout", doing, target)
 	case errors.As(err, &pgErr) && (pgErr.Severity == "FATAL" || pgErr.Severity == "PANIC"):

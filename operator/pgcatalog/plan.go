@@ -23,11 +23,19 @@ type Step struct {
 	// Table is the table the statement changes (a trigger, a policy, a
 	// constraint of it), "" if none.
 	Table string
-	kind  string
-	name  string
+	// Identity is, for a step that drops an identity or changes its
+	// sequence's options, the identity's column: such a step loses the
+	// sequence's position (Deletes), or may leave it outside the new bounds
+	// (Validates), unless the sequence has never generated a value.
+	Identity *IdentityColumn
+	kind     string
+	name     string
 	// def is a dropped object's definition, for the order of drops.
 	def string
 }
+
+// IdentityColumn is a table's identity column as DDL writes them.
+type IdentityColumn struct{ Table, Column string }
 
 // Kind is the kind of object the statement creates, changes or drops, ""
 // for comments and settings.
@@ -1054,7 +1062,7 @@ func identitySteps(d Difference, desiredBy map[string]*Object, before, after []S
 	switch {
 	case d.Desired == nil:
 		if desiredBy["column "+o.Name] != nil {
-			before = append(before, Step{SQL: col + " DROP IDENTITY", Reason: "drops the identity of column " + o.Name, kind: "identity", Table: o.Table})
+			before = append(before, Step{SQL: col + " DROP IDENTITY", Reason: "drops the identity of column " + o.Name, Deletes: true, kind: "identity", Table: o.Table, Identity: &IdentityColumn{checkTable(o), o.Ident}})
 		}
 	case d.Live == nil:
 		after = append(after, Step{SQL: col + " ADD GENERATED " + generation(*d.Desired) + " AS IDENTITY (" + seqClause(seqOptions(d.Desired.Def), false) + ")",
@@ -1072,7 +1080,11 @@ func identitySteps(d Difference, desiredBy map[string]*Object, before, after []S
 			q += " " + seqClause(dm, true)
 		}
 		if q != col {
-			after = append(after, Step{SQL: q, Reason: "changes the identity of column " + o.Name, Validates: bounds, kind: "identity", Table: o.Table})
+			st := Step{SQL: q, Reason: "changes the identity of column " + o.Name, Validates: bounds, kind: "identity", Table: o.Table}
+			if bounds {
+				st.Identity = &IdentityColumn{checkTable(o), o.Ident}
+			}
+			after = append(after, st)
 		}
 	}
 	return before, after

@@ -568,10 +568,6 @@ func stepStatement(st pgcatalog.Step, newTable bool) Statement {
 		if st.Table != "" {
 			s.add(HazardAccessExclusiveLock)
 		}
-		if st.Kind() == "identity" && strings.HasSuffix(st.SQL, " DROP IDENTITY") {
-			// The identity's sequence, and so its position, goes with it.
-			s.add(HazardDeletesData)
-		}
 	case "sequence":
 		if st.Drops {
 			s.add(HazardDeletesData)

@@ -450,6 +450,15 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	steps := func(o schemaObjects, ss []pgcatalog.Step) {
 		for _, s := range ss {
 			newTable := s.Table != "" && !o.live.hasTable(s.Table)
+			if s.Identity != nil && !newTable {
+				var guard *Statement
+				if s, guard = unusedIdentity(ctx, db, o.schema, s); guard != nil {
+					if p.Schemas != nil {
+						guard.Schema = o.schema
+					}
+					p.Statements = append(p.Statements, *guard)
+				}
+			}
 			st := stepStatement(s, newTable)
 			if opts.ConcurrentIndexes && !newTable && s.Kind() == "index" && !o.live.partitioned(s.Table) {
 				st = concurrentStep(st)
