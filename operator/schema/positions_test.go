@@ -30,8 +30,8 @@ type identityCase struct {
 }
 
 type identityOptions struct {
-	drop                        bool
-	always                      bool
+	drop                       bool
+	always                     bool
 	start, increment, min, max int64
 }
 
