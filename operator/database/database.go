@@ -191,6 +191,10 @@ func LockSession(ctx context.Context, conn *sql.Conn, target string, timeout tim
 // identity's sequence has moved since): the plan is stale, not failed.
 const StalePremise = "PTAH1"
 
+// LossyConversion is the SQLSTATE a plan's guard raises when a column
+// holds a value its change of type would not give back.
+const LossyConversion = "PTAH2"
+
 // IsLockTimeout reports whether err is PostgreSQL giving up on a lock wait.
 func IsLockTimeout(err error) bool {
 	var pgErr *pgconn.PgError

@@ -117,6 +117,9 @@ type comparison struct {
 	// drops the invalid indexes of those it has; dropped drops, last, the
 	// managed schemas the desired SQL does not create.
 	created, invalid, dropped []Statement
+	// conversions are the columns' changes of type, by schema.table.column
+	// (castTrials), for the guard of one that may change a value.
+	conversions map[string]conversion
 	// liveLines and desiredLines are the two sides as catalogproof
 	// renders them, read in the same transactions as the inspection: the
 	// proof an empty plan or no drift must pass (prove).
@@ -275,6 +278,7 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 	// Per schema: the time types atlas writes without their precision.
 	precisions := make([][]pgcatalog.Step, len(live.schemas))
 	retyped := make([][]string, len(live.schemas))
+	conversions := map[string]conversion{}
 	nDefaults := 0
 	for i, l := range live.schemas {
 		d := desired.schemas[i]
@@ -333,7 +337,7 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 		l.recreate, l.recreatedTypes = recreatedAround(enums, l, d)
 		c = userTypeChanges(c, l.schema, d.schema)
 		c, defaults[i], defaultDiffs[i] = columnDefaults(c, l, d, namesAny(enums))
-		if err := castTrials(ctx, dev, c, l, d); err != nil {
+		if err := castTrials(ctx, dev, c, l, d, conversions); err != nil {
 			return nil, err
 		}
 		var precisionDiffs []pgcatalog.Difference
@@ -370,7 +374,7 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 		}
 	}
 	planned += nDefaults
-	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid, dropped: dropped}
+	cmp := &comparison{live: live, desired: desired, changes: changes, plan: plan, created: created, invalid: invalid, dropped: dropped, conversions: conversions}
 	for i, l := range live.schemas {
 		objects, objectDiffs, err := planObjects(l, desired.schemas[i], changes, planned, atlasIdentities[i], retyped[i])
 		if err != nil {
@@ -491,6 +495,16 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 			reason = "creates an index of new table " + t.T.Name
 		}
 		hs := hazardsOf(c.Source, c.Cmd, ds)
+		if conv, schema, ok := cmp.conversion(c); ok && slices.Contains(hs, HazardDeletesData) {
+			// A value that would change stops the apply instead.
+			g := conv.guard(schema)
+			if p.Schemas != nil {
+				g.Schema = schema
+			}
+			p.Statements = append(p.Statements, g)
+			hs = hazardSet{HazardMayFail: true}.add(slices.DeleteFunc(hs, func(h Hazard) bool { return h == HazardDeletesData })...).list()
+			reason = strings.Replace(reason, "which can lose or reject values", "which can reject values: the check before it stops one that would not convert back", 1)
+		}
 		p.Statements = append(p.Statements, Statement{SQL: withInherits(c, onlyParent(c, parents), childOf), Severity: severityOf(hs), Reason: reason, Hazards: hs, OutsideTransaction: outsideTransaction(c.Source, c.Cmd)})
 	}
 	for _, c := range cmp.plan.Changes {
@@ -582,6 +596,21 @@ func computePlan(ctx context.Context, db *database.DB, files []File, opts Option
 	}
 	p.Digest, err = p.ComputeDigest()
 	return p, err
+}
+
+// conversion is the change of a column's type c makes, and its schema,
+// if c is that ALTER TABLE.
+func (cmp *comparison) conversion(c *migrate.Change) (conversion, string, bool) {
+	m, ok := c.Source.(*sqlschema.ModifyTable)
+	if !ok || len(m.Changes) != 1 || !strings.HasPrefix(c.Cmd, "ALTER TABLE ") {
+		return conversion{}, "", false
+	}
+	mc, ok := m.Changes[0].(*sqlschema.ModifyColumn)
+	if !ok || !mc.Change.Is(sqlschema.ChangeType) || m.T.Schema == nil {
+		return conversion{}, "", false
+	}
+	conv, ok := cmp.conversions[m.T.Schema.Name+"."+m.T.Name+"."+mc.From.Name]
+	return conv, m.T.Schema.Name, ok
 }
 
 // atlasEnumValue is the statement atlas writes for a value added to an
