@@ -122,10 +122,11 @@ migrate-fuzz:
 	$(GO) test -count=1 -v -timeout 4h -run '^TestGeneratedMigrationsRunAsChecked$$' ./operator/migrate/ -rapid.checks=$(MIGRATE_FUZZ_CHECKS)
 
 .PHONY: schema-fuzz
-## schema-fuzz: the long run of the generated schema pairs (CHECKS=n pairs, 300 by default; make test runs 12): each planned
-## and applied on a PostgreSQL 15 holding planted rows, then held to the after side loaded afresh; prints pairs per minute
+## schema-fuzz: the long run of the generators (CHECKS=n cases each, 300 by default; make test runs 12 to 30): schema pairs
+## planned and applied on a PostgreSQL 15 holding planted rows, then held to the after side loaded afresh; changes of type
+## over drawn values; identities used before the plan and between plan and apply. Prints cases per minute
 schema-fuzz:
-	$(GO) test -count=1 -v -timeout 4h -run '^TestGeneratedSchemaPairs$$' ./operator/schema/ -rapid.checks=$(or $(CHECKS),300) | grep -E 'generated pairs|\[rapid\] failed|^(--- |ok|FAIL)'
+	$(GO) test -count=1 -v -timeout 4h -run '^(TestGeneratedSchemaPairs|TestConversionsLoseNothingSilently|TestIdentityPositions)$$' ./operator/schema/ -rapid.checks=$(or $(CHECKS),300) | grep -E 'generated pairs|conversions in|identity cases|\[rapid\] failed|^(--- |ok|FAIL)'
 
 .PHONY: peer-schemas
 ## peer-schemas: run the sqldef PostgreSQL suite from ../shared/peer-schemas (skipped with a message when absent):
