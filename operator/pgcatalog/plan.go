@@ -928,7 +928,7 @@ func RenamePrimaryKeys(diffs []Difference) ([]Step, []Step, []Difference, []Diff
 		if want == s.desired {
 			renamed[want] = true
 		}
-		after = append(after, Step{SQL: "ALTER TABLE " + table + " RENAME CONSTRAINT " + quoteIdent(want.Table+"_pkey") + " TO " + want.Ident,
+		after = append(after, Step{SQL: "ALTER TABLE " + table + " RENAME CONSTRAINT " + QuoteIdent(want.Table+"_pkey") + " TO " + want.Ident,
 			Reason: "names the primary key of " + table + " " + want.Ident, Table: want.Table, kind: "constraint"})
 	}
 	var done, rest []Difference
@@ -940,16 +940,6 @@ func RenamePrimaryKeys(diffs []Difference) ([]Step, []Step, []Difference, []Diff
 		}
 	}
 	return steps, after, done, rest
-}
-
-// quoteIdent quotes a name PostgreSQL generated unless it is a plain one.
-func quoteIdent(s string) string {
-	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && r >= '0' && r <= '9') {
-			return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-		}
-	}
-	return s
 }
 
 func sortedSideKeys[V any](m map[string]V) []string {

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"ptah.run/operator/operator/database"
+	"ptah.run/operator/operator/pgcatalog"
 	"ptah.run/operator/operator/report"
 )
 
@@ -44,7 +45,7 @@ func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Chang
 			if !ok || !c.Change.Is(sqlschema.ChangeType) {
 				continue
 			}
-			key := "column " + quoteIdent(m.T.Name) + "." + quoteIdent(c.From.Name)
+			key := "column " + pgcatalog.QuoteIdent(m.T.Name) + "." + pgcatalog.QuoteIdent(c.From.Name)
 			l, d := liveCols[key], desiredCols[key]
 			if l == nil || d == nil {
 				continue
@@ -68,7 +69,7 @@ func castTrials(ctx context.Context, dev *database.DB, changes []sqlschema.Chang
 				}
 				continue
 			}
-			explicit := quoteIdent(c.From.Name) + "::" + to
+			explicit := pgcatalog.QuoteIdent(c.From.Name) + "::" + to
 			if using != explicit {
 				conv.using = explicit
 				if err = trial(ctx, dev, path, conv, conv.alter("ptah_cast_trial")); err == nil {

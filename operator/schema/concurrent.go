@@ -11,6 +11,7 @@ import (
 	sqlschema "ariga.io/atlas/sql/schema"
 
 	"ptah.run/operator/operator/catalogread"
+	"ptah.run/operator/operator/pgcatalog"
 )
 
 // concurrentIndexes has atlas build and drop the indexes of existing tables
@@ -152,17 +153,17 @@ func dropInvalid(schema string, invalid []invalidIndex, concurrently bool) []Sta
 			why = "invalid: a partition has no index attached to it"
 		}
 		st := Statement{
-			SQL:      fmt.Sprintf("DROP INDEX %s.%s", quoteIdent(schema), quoteIdent(ix.name)),
+			SQL:      fmt.Sprintf("DROP INDEX %s.%s", pgcatalog.QuoteIdent(schema), pgcatalog.QuoteIdent(ix.name)),
 			Severity: Safe,
 			Reason:   fmt.Sprintf("drops index %s on %s, %s; no data is lost (it is built again below if desired)", ix.name, ix.table, why),
 			Hazards:  []Hazard{HazardAccessExclusiveLock},
 		}
 		if ix.constraint != "" {
-			st.SQL = fmt.Sprintf("ALTER TABLE %s.%s DROP CONSTRAINT %s", quoteIdent(schema), quoteIdent(ix.table), quoteIdent(ix.constraint))
+			st.SQL = fmt.Sprintf("ALTER TABLE %s.%s DROP CONSTRAINT %s", pgcatalog.QuoteIdent(schema), pgcatalog.QuoteIdent(ix.table), pgcatalog.QuoteIdent(ix.constraint))
 			st.Reason = fmt.Sprintf("drops constraint %s on %s, whose index is %s; no data is lost (it is added again below if desired)", ix.constraint, ix.table, why)
 		}
 		if concurrently && ix.constraint == "" && !ix.partitioned {
-			st.SQL = fmt.Sprintf("DROP INDEX CONCURRENTLY %s.%s", quoteIdent(schema), quoteIdent(ix.name))
+			st.SQL = fmt.Sprintf("DROP INDEX CONCURRENTLY %s.%s", pgcatalog.QuoteIdent(schema), pgcatalog.QuoteIdent(ix.name))
 			st.Hazards, st.OutsideTransaction = nil, true
 		}
 		out = append(out, st)

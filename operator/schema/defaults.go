@@ -21,7 +21,7 @@ import (
 // again even where both sides print it the same, so it names the new one.
 func columnDefaults(changes []sqlschema.Change, live, desired *state, again func(def string) bool) ([]sqlschema.Change, []pgcatalog.Step, []pgcatalog.Difference) {
 	liveCols, desiredCols := columnsByKey(live.objects), columnsByKey(desired.objects)
-	key := func(t, c string) string { return "column " + quoteIdent(t) + "." + quoteIdent(c) }
+	key := func(t, c string) string { return "column " + pgcatalog.QuoteIdent(t) + "." + pgcatalog.QuoteIdent(c) }
 	handled := map[string]bool{}
 	var steps []pgcatalog.Step
 	var diffs []pgcatalog.Difference
@@ -33,7 +33,7 @@ func columnDefaults(changes []sqlschema.Change, live, desired *state, again func
 		}
 		handled[k] = true
 		want, has := printedDefault(d.Def)
-		q := "ALTER TABLE " + quoteIdent(t.Name) + " ALTER COLUMN " + quoteIdent(c.Name)
+		q := "ALTER TABLE " + pgcatalog.QuoteIdent(t.Name) + " ALTER COLUMN " + pgcatalog.QuoteIdent(c.Name)
 		if has {
 			q += " SET DEFAULT " + want
 		} else {
@@ -240,7 +240,7 @@ func retypes(changes []sqlschema.Change, table, name string) bool {
 			continue
 		}
 		for _, sub := range m.Changes {
-			if mc, ok := sub.(*sqlschema.ModifyColumn); ok && mc.Change.Is(sqlschema.ChangeType) && quoteIdent(table)+"."+quoteIdent(mc.To.Name) == name {
+			if mc, ok := sub.(*sqlschema.ModifyColumn); ok && mc.Change.Is(sqlschema.ChangeType) && pgcatalog.QuoteIdent(table)+"."+pgcatalog.QuoteIdent(mc.To.Name) == name {
 				return true
 			}
 		}

@@ -117,7 +117,7 @@ func (r enumRecreation) mentions(def string) bool { return mentionsName(def, r.n
 // its own (not as part of a longer or qualified name): more often than
 // it refers to it, never less.
 func mentionsName(def, name string) bool {
-	q := regexp.QuoteMeta(quoteIdent(name))
+	q := regexp.QuoteMeta(pgcatalog.QuoteIdent(name))
 	return regexp.MustCompile(`(^|[^\w$".])` + q + `($|[^\w$"])`).MatchString(def)
 }
 
@@ -198,14 +198,14 @@ func recreatedAround(rs []enumRecreation, live, desired *state) (keys, types []s
 		desiredBy[o.Key()] = true
 	}
 	for _, r := range rs {
-		types = append(types, "type "+quoteIdent(r.name))
+		types = append(types, "type "+pgcatalog.QuoteIdent(r.name))
 		for _, o := range live.objects {
 			if !desiredBy[o.Key()] {
 				continue
 			}
 			switch o.Kind {
 			case "comment on type":
-				if o.Name == quoteIdent(r.name) {
+				if o.Name == pgcatalog.QuoteIdent(r.name) {
 					keys = append(keys, o.Key())
 				}
 			case "check constraint", "index", "constraint", "view", "materialized view", "index on materialized view", "policy", "trigger",
@@ -263,9 +263,9 @@ func withRecreatedEnums(changes []sqlschema.Change, rs []enumRecreation, live, d
 // renamed aside before anything else, and dropped after everything.
 func enumStatements(schema string, rs []enumRecreation) (first, last []Statement) {
 	for _, r := range rs {
-		q := quoteIdent(schema) + "." + quoteIdent(r.name)
-		aside := quoteIdent(schema) + "." + quoteIdent(r.aside)
-		first = append(first, Statement{SQL: "ALTER TYPE " + q + " RENAME TO " + quoteIdent(r.aside), Severity: Safe,
+		q := pgcatalog.QuoteIdent(schema) + "." + pgcatalog.QuoteIdent(r.name)
+		aside := pgcatalog.QuoteIdent(schema) + "." + pgcatalog.QuoteIdent(r.aside)
+		first = append(first, Statement{SQL: "ALTER TYPE " + q + " RENAME TO " + pgcatalog.QuoteIdent(r.aside), Severity: Safe,
 			Reason: fmt.Sprintf("renames enum %s aside: the desired schema removes or reorders its values (%s to %s), so it is created again and its columns converted to the new one",
 				r.name, strings.Join(r.from.Values, ", "), strings.Join(r.to.Values, ", "))})
 		last = append(last, Statement{SQL: "DROP TYPE " + aside, Severity: Safe,

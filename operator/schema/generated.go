@@ -47,7 +47,7 @@ func regenerate(schema string, live, desired *sqlschema.Schema, objects []pgcata
 				keep = append(keep, lc)
 				continue
 			}
-			name := quoteIdent(schema) + "." + quoteIdent(lt.Name) + "." + quoteIdent(lc.Name)
+			name := pgcatalog.QuoteIdent(schema) + "." + pgcatalog.QuoteIdent(lt.Name) + "." + pgcatalog.QuoteIdent(lc.Name)
 			if dep := dependent(live, lt, lc, objects); dep != "" {
 				has := "a plain column"
 				if lx != nil {
@@ -120,7 +120,7 @@ func dependent(live *sqlschema.Schema, t *sqlschema.Table, c *sqlschema.Column, 
 		}
 	}
 	word := regexp.MustCompile(`(^|[^a-zA-Z0-9_$"])"?` + regexp.QuoteMeta(c.Name) + `"?($|[^a-zA-Z0-9_$"])`)
-	table := "table " + quoteIdent(t.Name)
+	table := "table " + pgcatalog.QuoteIdent(t.Name)
 	for _, o := range objects {
 		switch {
 		case o.Kind == "column" || strings.HasPrefix(o.Kind, "comment on"):

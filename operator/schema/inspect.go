@@ -84,7 +84,7 @@ func (s *side) invalidIndexes() []invalidIndex {
 // foreign key to public.t and one to billing.t printed alike as long as
 // each side had only one of them, and a plan moving t between schemas
 // kept the key on the table it dropped.
-func searchPath(name string) string { return quoteIdent(name) }
+func searchPath(name string) string { return pgcatalog.QuoteIdent(name) }
 
 // globalKinds are catalog rows not of any one schema; they are read with
 // the first managed schema only.
@@ -155,7 +155,7 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 		return nil, err
 	}
 	objects = slices.DeleteFunc(objects, func(o pgcatalog.Object) bool {
-		return o.Kind == "schema" && slices.ContainsFunc(schemas, func(m string) bool { return quoteIdent(m) == o.Name })
+		return o.Kind == "schema" && slices.ContainsFunc(schemas, func(m string) bool { return pgcatalog.QuoteIdent(m) == o.Name })
 	})
 	if len(schemas) > 1 {
 		if err := crossSchemaDeps(ctx, tx, name, schemas, objects); err != nil {
@@ -179,7 +179,7 @@ func inspect(ctx context.Context, tx *sql.Tx, name string, schemas []string, exc
 	// is not there to compare.
 	objects = slices.DeleteFunc(objects, func(o pgcatalog.Object) bool {
 		return o.Kind == "constraint" && slices.ContainsFunc(invalid, func(ix invalidIndex) bool {
-			return ix.constraint != "" && ix.table == o.Table && quoteIdent(ix.constraint) == o.Ident
+			return ix.constraint != "" && ix.table == o.Table && pgcatalog.QuoteIdent(ix.constraint) == o.Ident
 		})
 	})
 	marked := objects
@@ -200,7 +200,7 @@ func nullableAsDeclared(s *sqlschema.Schema, objects []pgcatalog.Object) {
 	cols := columnsByKey(objects)
 	for _, t := range s.Tables {
 		for _, c := range t.Columns {
-			if o := cols["column "+quoteIdent(t.Name)+"."+quoteIdent(c.Name)]; o != nil && c.Type != nil && !c.Type.Null && slices.Contains(strings.Fields(o.Def), "notnull=f") {
+			if o := cols["column "+pgcatalog.QuoteIdent(t.Name)+"."+pgcatalog.QuoteIdent(c.Name)]; o != nil && c.Type != nil && !c.Type.Null && slices.Contains(strings.Fields(o.Def), "notnull=f") {
 				c.Type.Null = true
 			}
 		}
@@ -443,11 +443,11 @@ func inheritedLeftOut(l, d *state) error {
 			var own []string
 			for _, c := range cols {
 				if !slices.Contains(l.inherited[name], c) {
-					own = append(own, quoteIdent(c))
+					own = append(own, pgcatalog.QuoteIdent(c))
 				}
 			}
 			if len(own) > 0 {
-				return report.Errorf(report.UnplannedDifference, "table %s.%s declares column(s) %s itself in the database, and only inherits them from its parents in the desired schema; PostgreSQL cannot make a table's own column an inherited one, so ptah plans nothing: declare them in the table's CREATE TABLE (as they are in the database), or create the table anew in a migration", quoteIdent(l.name), quoteIdent(name), strings.Join(own, ", "))
+				return report.Errorf(report.UnplannedDifference, "table %s.%s declares column(s) %s itself in the database, and only inherits them from its parents in the desired schema; PostgreSQL cannot make a table's own column an inherited one, so ptah plans nothing: declare them in the table's CREATE TABLE (as they are in the database), or create the table anew in a migration", pgcatalog.QuoteIdent(l.name), pgcatalog.QuoteIdent(name), strings.Join(own, ", "))
 			}
 			continue
 		}

@@ -119,7 +119,7 @@ func withoutLostIndexes(live, desired *state, also func(pgcatalog.Object) bool) 
 	}
 	invalid := map[string]bool{}
 	for _, ix := range live.invalid {
-		invalid[ix.table+" "+quoteIdent(ix.name)] = true
+		invalid[ix.table+" "+pgcatalog.QuoteIdent(ix.name)] = true
 	}
 	for _, st := range []*state{live, desired} {
 		objects := st.objects[:0:0]
@@ -135,8 +135,8 @@ func withoutLostIndexes(live, desired *state, also func(pgcatalog.Object) bool) 
 		}
 		st.objects = objects
 		for _, t := range st.schema.Tables {
-			t.Indexes = slices.DeleteFunc(t.Indexes, func(ix *sqlschema.Index) bool { return taken[t.Name+" "+quoteIdent(ix.Name)] })
-			if t.PrimaryKey != nil && taken[t.Name+" "+quoteIdent(t.PrimaryKey.Name)] {
+			t.Indexes = slices.DeleteFunc(t.Indexes, func(ix *sqlschema.Index) bool { return taken[t.Name+" "+pgcatalog.QuoteIdent(ix.Name)] })
+			if t.PrimaryKey != nil && taken[t.Name+" "+pgcatalog.QuoteIdent(t.PrimaryKey.Name)] {
 				t.PrimaryKey = nil
 			}
 		}
@@ -149,9 +149,9 @@ func withoutLostIndexes(live, desired *state, also func(pgcatalog.Object) bool) 
 func around(schema string, changes []sqlschema.Change) pgcatalog.Around {
 	name := func(t *sqlschema.Table) string {
 		if t.Schema == nil || t.Schema.Name == schema {
-			return quoteIdent(t.Name)
+			return pgcatalog.QuoteIdent(t.Name)
 		}
-		return quoteIdent(t.Schema.Name) + "." + quoteIdent(t.Name)
+		return pgcatalog.QuoteIdent(t.Schema.Name) + "." + pgcatalog.QuoteIdent(t.Name)
 	}
 	var a pgcatalog.Around
 	for _, c := range changes {
@@ -164,11 +164,11 @@ func around(schema string, changes []sqlschema.Change) pgcatalog.Around {
 				switch sub := sub.(type) {
 				case *sqlschema.DropColumn:
 					a.Rewritten = append(a.Rewritten, t)
-					a.Disturbed = append(a.Disturbed, "column "+t+"."+quoteIdent(sub.C.Name))
+					a.Disturbed = append(a.Disturbed, "column "+t+"."+pgcatalog.QuoteIdent(sub.C.Name))
 				case *sqlschema.ModifyColumn:
 					a.Rewritten = append(a.Rewritten, t)
 					if sub.Change.Is(sqlschema.ChangeType) {
-						a.Disturbed = append(a.Disturbed, "column "+t+"."+quoteIdent(sub.From.Name))
+						a.Disturbed = append(a.Disturbed, "column "+t+"."+pgcatalog.QuoteIdent(sub.From.Name))
 					}
 				case *sqlschema.RenameColumn:
 					a.Rewritten = append(a.Rewritten, t)
@@ -208,7 +208,7 @@ func withoutIdentities(live, desired *state) []string {
 					continue
 				}
 			}
-			key := "identity " + quoteIdent(t.Name) + "." + quoteIdent(c.Name)
+			key := "identity " + pgcatalog.QuoteIdent(t.Name) + "." + pgcatalog.QuoteIdent(c.Name)
 			kept = append(kept, key)
 			if id := c.Attrs[i].(*postgres.Identity); lt == nil && !pgcatalog.AtlasIdentity(defs[key]) {
 				// A new table's is created with the defaults, which always
@@ -250,7 +250,7 @@ func newColumnIdentities(plan *migrate.Plan, desired *side, kept [][]string) {
 		if !ok {
 			continue
 		}
-		def, ok := defs[m.T.Schema.Name+" identity "+quoteIdent(m.T.Name)+"."+quoteIdent(add.C.Name)]
+		def, ok := defs[m.T.Schema.Name+" identity "+pgcatalog.QuoteIdent(m.T.Name)+"."+pgcatalog.QuoteIdent(add.C.Name)]
 		if !ok {
 			continue
 		}
@@ -299,14 +299,14 @@ func retypeUsing(c *sqlschema.ModifyColumn) string {
 			// Through text: an enum casts to another enum only so. An enum
 			// of another managed schema is a user-defined type to atlas,
 			// named as the search path prints it.
-			return quoteIdent(c.From.Name) + "::text::" + name
+			return pgcatalog.QuoteIdent(c.From.Name) + "::text::" + name
 		}
 	}
 	_, fromArray := from.(*postgres.ArrayType)
 	if ta, ok := to.(*postgres.ArrayType); ok && fromArray {
 		if e, ok := ta.Type.(*sqlschema.EnumType); ok {
 			// Element by element, through text as below.
-			return quoteIdent(c.From.Name) + "::text[]::" + quoteIdent(e.T) + "[]"
+			return pgcatalog.QuoteIdent(c.From.Name) + "::text[]::" + pgcatalog.QuoteIdent(e.T) + "[]"
 		}
 		return ""
 	}
@@ -321,7 +321,7 @@ func retypeUsing(c *sqlschema.ModifyColumn) string {
 	var target string
 	switch {
 	case isToEnum:
-		target = quoteIdent(toEnum.T)
+		target = pgcatalog.QuoteIdent(toEnum.T)
 	case fromString && !toString && !fromEnum, fromInt && toBool, fromBool && toInt, fromEnum && !toString:
 		f, err := postgres.FormatType(to)
 		if err != nil {
@@ -332,7 +332,7 @@ func retypeUsing(c *sqlschema.ModifyColumn) string {
 	if target == "" {
 		return ""
 	}
-	col := quoteIdent(c.From.Name)
+	col := pgcatalog.QuoteIdent(c.From.Name)
 	if fromEnum || fromString {
 		// Through text: an enum casts to another enum only so.
 		col += "::text"
@@ -350,7 +350,7 @@ func hasUsing(c *sqlschema.ModifyColumn) bool {
 func enumName(t sqlschema.Type) (string, bool) {
 	switch t := t.(type) {
 	case *sqlschema.EnumType:
-		return quoteIdent(t.T), true
+		return pgcatalog.QuoteIdent(t.T), true
 	case *postgres.UserDefinedType:
 		return t.T, t.C == "e"
 	}

@@ -6,6 +6,7 @@ import (
 	"ariga.io/atlas/sql/postgres"
 	sqlschema "ariga.io/atlas/sql/schema"
 
+	"ptah.run/operator/operator/pgcatalog"
 	"ptah.run/operator/operator/report"
 )
 
@@ -30,9 +31,9 @@ func partitionKeyChanged(schema string, live, desired *sqlschema.Schema) error {
 				}
 				return "partitioned (PARTITION BY " + k + ")"
 			}
-			return report.Errorf(report.UnplannedDifference, "table %s.%s is %s in the database and %s in the desired schema; PostgreSQL cannot partition a table or make a partitioned one plain, so ptah plans nothing: create the table anew under another name, move its rows and swap the names in a migration, or declare the table as the database has it", quoteIdent(schema), quoteIdent(lt.Name), has(lk), has(dk))
+			return report.Errorf(report.UnplannedDifference, "table %s.%s is %s in the database and %s in the desired schema; PostgreSQL cannot partition a table or make a partitioned one plain, so ptah plans nothing: create the table anew under another name, move its rows and swap the names in a migration, or declare the table as the database has it", pgcatalog.QuoteIdent(schema), pgcatalog.QuoteIdent(lt.Name), has(lk), has(dk))
 		}
-		return report.Errorf(report.UnplannedDifference, "the partition key of table %s.%s differs: the database has PARTITION BY %s, the desired schema PARTITION BY %s; PostgreSQL cannot change a table's partition key, so ptah plans nothing: create the table anew under another name with the new key, move its rows and swap the names in a migration, or declare the key the database has", quoteIdent(schema), quoteIdent(lt.Name), lk, dk)
+		return report.Errorf(report.UnplannedDifference, "the partition key of table %s.%s differs: the database has PARTITION BY %s, the desired schema PARTITION BY %s; PostgreSQL cannot change a table's partition key, so ptah plans nothing: create the table anew under another name with the new key, move its rows and swap the names in a migration, or declare the key the database has", pgcatalog.QuoteIdent(schema), pgcatalog.QuoteIdent(lt.Name), lk, dk)
 	}
 	return nil
 }
@@ -53,7 +54,7 @@ func partitionKey(t *sqlschema.Table) string {
 	for _, part := range p.Parts {
 		switch {
 		case part.C != nil:
-			parts = append(parts, quoteIdent(part.C.Name))
+			parts = append(parts, pgcatalog.QuoteIdent(part.C.Name))
 		case part.X != nil:
 			if x, ok := part.X.(*sqlschema.RawExpr); ok {
 				parts = append(parts, x.X)
@@ -74,7 +75,7 @@ func retypeRefused(schema string, lt, dt *sqlschema.Table, col, from, to string)
 	}
 	refuse := func(why string) error {
 		return report.Errorf(report.UnplannedDifference, "column %s.%s.%s: the desired schema %s, but %s, and PostgreSQL cannot alter the type of such a column, so ptah plans nothing: make the change in a PtahMigration (drop what uses the column, alter it, create them again), or declare the type the database has",
-			quoteIdent(schema), quoteIdent(lt.Name), quoteIdent(col), change, why)
+			pgcatalog.QuoteIdent(schema), pgcatalog.QuoteIdent(lt.Name), pgcatalog.QuoteIdent(col), change, why)
 	}
 	if k := partitionKey(lt); k != "" && mentionsName(k, col) && mentionsName(partitionKey(dt), col) {
 		return refuse("it is in the table's partition key (PARTITION BY " + k + ")")
@@ -85,7 +86,7 @@ func retypeRefused(schema string, lt, dt *sqlschema.Table, col, from, to string)
 			continue
 		}
 		if mentionsName(generation(g).Expr, col) && mentionsName(generation(dg).Expr, col) {
-			return refuse("generated column " + quoteIdent(g.Name) + " is computed from it")
+			return refuse("generated column " + pgcatalog.QuoteIdent(g.Name) + " is computed from it")
 		}
 	}
 	return nil

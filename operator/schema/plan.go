@@ -297,14 +297,14 @@ func diff(ctx context.Context, live, desired *side, dev *database.DB, opts Optio
 				}
 			}
 			desired.schemas[i] = d
-			dropped = append(dropped, Statement{SQL: "DROP SCHEMA " + quoteIdent(l.name), Severity: Safe,
+			dropped = append(dropped, Statement{SQL: "DROP SCHEMA " + pgcatalog.QuoteIdent(l.name), Severity: Safe,
 				Reason: "drops schema " + l.name + ", emptied above; refused by PostgreSQL if anything else still uses it"})
 		}
 		if l.missing {
 			// First of all: pgcatalog's objects may be created in it
 			// before atlas's tables.
-			created = append(created, Statement{SQL: "CREATE SCHEMA " + quoteIdent(l.name), Severity: Safe, Reason: "creates schema " + l.name})
-			l.objects = []pgcatalog.Object{{Kind: "comment on schema", Name: quoteIdent(l.name)}}
+			created = append(created, Statement{SQL: "CREATE SCHEMA " + pgcatalog.QuoteIdent(l.name), Severity: Safe, Reason: "creates schema " + l.name})
+			l.objects = []pgcatalog.Object{{Kind: "comment on schema", Name: pgcatalog.QuoteIdent(l.name)}}
 		}
 		withoutConstraints(l.schema)
 		withoutConstraints(d.schema)
@@ -642,9 +642,9 @@ func withInherits(c *migrate.Change, cmd string, childOf map[string][]string) st
 	for _, p := range parents {
 		schema, name, _ := strings.Cut(p, ".")
 		if a.T.Schema != nil && schema == a.T.Schema.Name {
-			names = append(names, quoteIdent(name))
+			names = append(names, pgcatalog.QuoteIdent(name))
 		} else {
-			names = append(names, quoteIdent(schema)+"."+quoteIdent(name))
+			names = append(names, pgcatalog.QuoteIdent(schema)+"."+pgcatalog.QuoteIdent(name))
 		}
 	}
 	// atlas writes "(, CONSTRAINT ..." for a table of no columns of its
@@ -763,7 +763,7 @@ func (sd *side) inherits() map[string][]string {
 				continue
 			}
 			for _, p := range pgcatalog.Parents(o.Def) {
-				child := st.name + "." + unquoteIdent(strings.TrimPrefix(o.Name, quoteIdent(st.name)+"."))
+				child := st.name + "." + unquoteIdent(strings.TrimPrefix(o.Name, pgcatalog.QuoteIdent(st.name)+"."))
 				schema, name := splitQualified(p, st.name)
 				out[child] = append(out[child], schema+"."+name)
 			}
@@ -828,7 +828,7 @@ func schemaOrder(cmp *comparison, side *side) []schemaObjects {
 			for _, dep := range o.Deps {
 				for _, other := range side.schemas {
 					_, name, _ := strings.Cut(dep, " ")
-					if other.name != d.name && strings.HasPrefix(strings.TrimPrefix(name, "view "), quoteIdent(other.name)+".") {
+					if other.name != d.name && strings.HasPrefix(strings.TrimPrefix(name, "view "), pgcatalog.QuoteIdent(other.name)+".") {
 						reads[d.name][other.name] = true
 					}
 				}

@@ -44,25 +44,6 @@ func planObjects(live, desired *state, changes []sqlschema.Change, atlasPlanned 
 	return p, append(unmanaged, renamed...), nil
 }
 
-// quoteIdent quotes a name the way quote_ident does, to match catalog keys.
-func quoteIdent(s string) string {
-	plain := s != ""
-	for i, r := range s {
-		if !(r == '_' || r >= 'a' && r <= 'z' || i > 0 && (r >= '0' && r <= '9' || r == '$')) {
-			plain = false
-		}
-	}
-	if plain && !reserved[s] {
-		return s
-	}
-	return `"` + strings.ReplaceAll(s, `"`, `""`) + `"`
-}
-
-// reserved holds the commonest words quote_ident quotes; a miss only
-// recreates a view that needed no recreating, or leaves PostgreSQL to
-// refuse the change.
-var reserved = map[string]bool{"user": true, "order": true, "group": true, "table": true, "select": true, "from": true, "where": true, "check": true, "default": true, "primary": true, "references": true, "column": true, "constraint": true, "end": true, "limit": true, "offset": true, "to": true, "when": true}
-
 func kinds(ds []pgcatalog.Difference) string {
 	seen := map[string]bool{}
 	var ks []string
