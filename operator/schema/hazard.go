@@ -89,8 +89,12 @@ func hazardsOf(c sqlschema.Change, cmd string, ds domainSides) []Hazard {
 		s.add(HazardDeletesData, HazardAccessExclusiveLock)
 	case *sqlschema.AddObject:
 	case *sqlschema.DropObject:
-		// A sequence's position or a type's values go with it.
-		s.add(HazardDeletesData)
+		// A sequence's position goes with it. A type holds no value of
+		// its own: PostgreSQL drops it only once no column uses it, and a
+		// column dropped or converted with it is judged on its own.
+		if _, ok := c.O.(*postgres.Sequence); ok {
+			s.add(HazardDeletesData)
+		}
 	case *sqlschema.ModifyObject:
 		if _, ok := c.From.(*postgres.Sequence); ok {
 			// New bounds are refused when the sequence is already past them.

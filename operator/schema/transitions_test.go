@@ -184,6 +184,21 @@ func TestPlannedTransitions(t *testing.T) {
 			want:   "applied, safe",
 		},
 		{
+			// A type no column uses holds no value: dropping it is a
+			// change of schema, as dropping a domain or a view is.
+			name:   "an enum no column uses dropped",
+			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, c text);\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, c text);\n",
+			want:   "applied, safe",
+		},
+		{
+			// Its column dropped with it: the column's values are what go.
+			name:   "an enum dropped with the column using it",
+			before: enum + "CREATE TABLE t (id integer PRIMARY KEY, m mood, c text);\n",
+			after:  "CREATE TABLE t (id integer PRIMARY KEY, c text);\n",
+			want:   "applied, destructive",
+		},
+		{
 			// atlas plans nothing for it.
 			name:   "an enum's last value dropped",
 			before: "CREATE TYPE mood AS ENUM ('sad', 'ok', 'spare');\nCREATE TABLE t (id integer PRIMARY KEY, m mood);\n",
