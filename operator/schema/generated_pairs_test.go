@@ -587,8 +587,9 @@ type tb interface {
 	Logf(format string, args ...any)
 }
 
-// contents is every value of every column of the database's tables, and
-// every sequence's position, as text: "t.c id=value" and "sequence s=n".
+// contents is every table, every value of every column of the database's
+// tables, and every sequence's position, as text: "table t", "t.c
+// id=value" and "sequence s=n".
 // A column types names (from an earlier call) is read as that type, so a
 // value that survives a change of type (a date become a timestamptz) reads
 // as it did and one that does not (1.25 become 1) does not; a value that
@@ -638,6 +639,11 @@ func contents(t tb, db *database.DB, as map[string]string) (values map[string]bo
 			}
 		}
 		r.Close()
+	}
+	// A table is where rows live: one dropped is lost whatever it held at
+	// the time (a partition the planted rows did not reach holds none).
+	for _, tc := range cols {
+		values["table "+tc[0]] = true
 	}
 	seqs, err := db.Query(`SELECT sequencename, coalesce(last_value::text, 'unused') FROM pg_sequences WHERE schemaname = 'public'`)
 	if err != nil {
