@@ -35,18 +35,16 @@ type identityOptions struct {
 	start, increment, min, max int64
 }
 
-func ident(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
 func (c identityCase) sql(o identityOptions) string {
-	col := ident(c.column) + " integer NOT NULL"
+	col := pgIdent(c.column) + " integer NOT NULL"
 	if !o.drop {
 		gen := "BY DEFAULT"
 		if o.always {
 			gen = "ALWAYS"
 		}
-		col = fmt.Sprintf("%s integer GENERATED %s AS IDENTITY (START WITH %d INCREMENT BY %d MINVALUE %d MAXVALUE %d)", ident(c.column), gen, o.start, o.increment, o.min, o.max)
+		col = fmt.Sprintf("%s integer GENERATED %s AS IDENTITY (START WITH %d INCREMENT BY %d MINVALUE %d MAXVALUE %d)", pgIdent(c.column), gen, o.start, o.increment, o.min, o.max)
 	}
-	return fmt.Sprintf("CREATE TABLE %s (%s, v text);\n", ident(c.table), col)
+	return fmt.Sprintf("CREATE TABLE %s (%s, v text);\n", pgIdent(c.table), col)
 }
 
 // position is the identity's sequence as PostgreSQL holds it: "gone", or
@@ -80,7 +78,7 @@ func atStart(pos string) bool {
 // insert adds a row through the identity; a sequence at its end refuses
 // and stays where it is.
 func insert(db *database.DB, c identityCase) {
-	_, _ = db.Exec(fmt.Sprintf("INSERT INTO %s (v) VALUES ('x')", ident(c.table)))
+	_, _ = db.Exec(fmt.Sprintf("INSERT INTO %s (v) VALUES ('x')", pgIdent(c.table)))
 }
 
 // checkIdentity is the promise for one case, PostgreSQL the oracle: the
@@ -102,7 +100,7 @@ func checkIdentity(owner *testing.T, t tb, e *engine, c identityCase) string {
 		insert(db.DB, c)
 	}
 	if c.restart != nil {
-		if _, err := db.Exec(fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s RESTART WITH %d", ident(c.table), ident(c.column), *c.restart)); err != nil {
+		if _, err := db.Exec(fmt.Sprintf("ALTER TABLE %s ALTER COLUMN %s RESTART WITH %d", pgIdent(c.table), pgIdent(c.column), *c.restart)); err != nil {
 			t.Fatalf("restart: %v", err)
 		}
 	}
@@ -120,7 +118,7 @@ func checkIdentity(owner *testing.T, t tb, e *engine, c identityCase) string {
 	}
 	held, beforeLines := position(t, db.DB, c), render(t, db.DB)
 	var rows int
-	if err := db.QueryRow(fmt.Sprintf("SELECT count(*) FROM %s", ident(c.table))).Scan(&rows); err != nil {
+	if err := db.QueryRow(fmt.Sprintf("SELECT count(*) FROM %s", pgIdent(c.table))).Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	_, err = Apply(ctx, db.DB, p, ApplyOptions{AllowDestructive: true, LockTimeout: 10 * time.Second})
@@ -150,7 +148,7 @@ func checkIdentity(owner *testing.T, t tb, e *engine, c identityCase) string {
 		t.Fatalf("applied, but the target does not render as after loaded afresh: %s\nplan:\n%s", d.Describe(), planText(p))
 	}
 	var rowsNow int
-	if err := db.QueryRow(fmt.Sprintf("SELECT count(*) FROM %s", ident(c.table))).Scan(&rowsNow); err != nil || rowsNow != rows {
+	if err := db.QueryRow(fmt.Sprintf("SELECT count(*) FROM %s", pgIdent(c.table))).Scan(&rowsNow); err != nil || rowsNow != rows {
 		t.Fatalf("the apply lost rows: %d before, %d after (%v)", rows, rowsNow, err)
 	}
 	now := position(t, db.DB, c)
