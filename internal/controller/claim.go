@@ -58,27 +58,14 @@ type claimInputs struct {
 	Claimed int64 `json:"claimed"`
 }
 
-// newClaim is the claim for the next operation of s, made at claimed. It is
-// written to status before its Job exists, so a manager that restarts in
-// between finds the Job name there and resumes rather than claiming again.
-func newClaim(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, binding v1alpha1.ExecutionBinding, claimed time.Time) *v1alpha1.ActiveOperation {
-	var resolved, plan string
-	if s.Status.Source != nil {
-		resolved = s.Status.Source.ResolvedDigest
-	}
-	if s.Status.Plan != nil {
-		plan = s.Status.Plan.Fingerprint
-	}
-	return subjectClaim(s, s.Spec, resolved, plan, typ, attempt, binding, claimed)
-}
-
-// subjectClaim is newClaim for either kind: spec is the subject's spec,
-// resolved its resolved artifact digest and plan the fingerprint of the
-// plan an Apply runs.
-func subjectClaim(s subject, spec any, resolved, plan string, typ v1alpha1.OperationType, attempt int32, binding v1alpha1.ExecutionBinding, claimed time.Time) *v1alpha1.ActiveOperation {
+// subjectClaim is the claim of attempt attempt of operation typ on s, of
+// either kind: spec is s's spec and plan the fingerprint of the plan an
+// Apply runs; every operation after Resolve is bound to the digest it
+// resolved.
+func subjectClaim(s subject, spec any, plan string, typ v1alpha1.OperationType, attempt int32, binding v1alpha1.ExecutionBinding, claimed time.Time) *v1alpha1.ActiveOperation {
 	in := claimInputs{UID: string(s.GetUID()), Generation: s.GetGeneration(), Spec: spec, Claimed: claimed.UnixNano()}
-	if typ != v1alpha1.OperationResolve {
-		in.ResolvedDigest = resolved
+	if src := s.Operation().Source; src != nil && typ != v1alpha1.OperationResolve {
+		in.ResolvedDigest = src.ResolvedDigest
 	}
 	if typ == v1alpha1.OperationApply {
 		in.Plan = plan

@@ -134,12 +134,6 @@ func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperati
 	return j
 }
 
-// templateDigest is the admission snapshot of claim c: a digest of the Pod
-// template its Job carries.
-func (r *SchemaReconciler) templateDigest(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) string {
-	return "sha256:" + hexDigest(r.job(s, c).Spec.Template)
-}
-
 // job is the Job that runs one operation. Secrets reach it only as
 // secretKeyRefs: the manager never reads them.
 func job(s subject, c *v1alpha1.ActiveOperation, b v1alpha1.ExecutionBinding, op runner.Operation, extra ...corev1.EnvVar) *batchv1.Job {

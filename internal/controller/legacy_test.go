@@ -111,7 +111,7 @@ func TestLegacyResultRead(t *testing.T) {
 		return rec, lr
 	}
 
-	observe := subjectClaim(m, m.Spec, "", "", v1alpha1.OperationObserve, 1, b, time.Now())
+	observe := subjectClaim(m, m.Spec, "", v1alpha1.OperationObserve, 1, b, time.Now())
 	jo := legacyRun(e, m, observe, runner.Operation{Type: runner.OpMigrationObserve}, b)
 	rec, _ := read(observe, jo, time.Now())
 	if rec == nil || rec.Spec.Result == nil || rec.Spec.Result.Migrations == nil || rec.Spec.Result.Migrations.Status != v1alpha1.MigrationPending ||
@@ -119,7 +119,7 @@ func TestLegacyResultRead(t *testing.T) {
 		t.Fatalf("the reading read from its log: %+v", rec)
 	}
 
-	apply := subjectClaim(m, m.Spec, "", "plan-1", v1alpha1.OperationApply, 1, b, time.Now())
+	apply := subjectClaim(m, m.Spec, "plan-1", v1alpha1.OperationApply, 1, b, time.Now())
 	ja := legacyRun(e, m, apply, runner.Operation{Type: runner.OpMigrationApply, ExpectSequence: []int64{1, 2}}, b)
 	applied := func(rec *v1alpha1.PtahResultRecord) bool {
 		mr := rec.Spec.Result.Migrations
@@ -150,7 +150,7 @@ func TestLegacyResultRead(t *testing.T) {
 
 	// The next attempt of the Apply finds attempt 1's Pod: its summary
 	// belongs to another attempt.
-	second := subjectClaim(m, m.Spec, "", "plan-1", v1alpha1.OperationApply, 2, b, time.Now())
+	second := subjectClaim(m, m.Spec, "plan-1", v1alpha1.OperationApply, 2, b, time.Now())
 	if rec, lr := read(second, ja, after); rec != nil || !strings.Contains(lr.Refused, "belongs to another attempt") ||
 		!strings.Contains(lr.Refused, fmt.Sprintf("attempt 1, and the claim is operation %s attempt 2", second.ID)) {
 		t.Errorf("attempt 2 reading attempt 1's summary: %+v %+v", rec, lr)

@@ -98,16 +98,6 @@ func forgetMigration(namespace, name string) {
 	}
 }
 
-// ended records how long a dispatched operation took to settle.
-func (r *SchemaReconciler) ended(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, outcome string) {
-	operationEnded(v1alpha1.KindPtahSchema, s.Namespace, c, s.Status.LastAttemptTime, outcome, r.clock())
-}
-
-// ended records how long a dispatched operation took to settle.
-func (r *MigrationReconciler) ended(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, outcome string) {
-	operationEnded(v1alpha1.KindPtahMigration, m.Namespace, c, m.Status.LastAttemptTime, outcome, r.clock())
-}
-
 func operationEnded(kind, namespace string, c *v1alpha1.ActiveOperation, started *metav1.Time, outcome string, now time.Time) {
 	if c == nil || c.JobUID == "" || started == nil {
 		return

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"ptah.run/operator/internal/runner"
@@ -57,24 +56,7 @@ type MigrationReconciler struct {
 // retires evidence its spec or binding no longer supports, then follows the
 // active operation or decides the next one.
 func (r *MigrationReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var m v1alpha1.PtahMigration
-	if err := r.Client.Get(ctx, req.NamespacedName, &m); err != nil {
-		if apierrors.IsNotFound(err) {
-			forgetMigration(req.Namespace, req.Name)
-		}
-		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
-	}
-	var res reconcile.Result
-	var err error
-	if !m.DeletionTimestamp.IsZero() {
-		res, err = r.deleting(ctx, &m)
-	} else {
-		res, err = r.migrationPipeline(ctx, &m)
-	}
-	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil // someone wrote first: read again
-	}
-	return res, err
+	return reconcileOne(ctx, &r.engine, req, &v1alpha1.PtahMigration{}, forgetMigration, r.migrationPipeline, r.deleting)
 }
 
 func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
@@ -123,27 +105,25 @@ func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1
 		return r.follow(ctx, m)
 	}
 	if m.Spec.Suspend {
-		return r.hold(ctx, m)
+		return hold(ctx, r, m)
 	}
 	return r.rest(ctx, m)
 }
 
-// outdated reports whether the spec or the execution binding changed since
-// the active claim was made.
-func (r *MigrationReconciler) outdated(m *v1alpha1.PtahMigration) bool {
-	b := r.Binding.of(m)
-	return m.Status.ObservedGeneration != m.Generation || m.Status.ExecutionBinding != nil && *m.Status.ExecutionBinding != b
+// retire starts again from Observe when the spec changed or the execution
+// binding did (the engine's retire).
+func (r *MigrationReconciler) retire(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	return retire(ctx, &r.engine, r, m)
 }
 
-// retire starts again from Resolve when the spec changed or the execution
-// binding did: a migration discards its operation claim.
-func (r *MigrationReconciler) retire(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
-	b := r.Binding.of(m)
-	old := m.Status.ExecutionBinding
+// first is the operation a migration's generation starts with.
+func (r *MigrationReconciler) first() v1alpha1.OperationType { return v1alpha1.OperationObserve }
+
+// retiring records that m's evidence is retired: its plan, and the
+// artifact is resolved again from the spec. An unresolved run stays, and
+// says so.
+func (r *MigrationReconciler) retiring(_ context.Context, m *v1alpha1.PtahMigration, old *v1alpha1.ExecutionBinding, b v1alpha1.ExecutionBinding) {
 	rebound := old != nil && *old != b
-	if !rebound && m.Status.ObservedGeneration == m.Generation && old != nil {
-		return false, nil
-	}
 	if rebound {
 		claim := "it held no operation claim"
 		if c := m.Status.ActiveOperation; c != nil {
@@ -163,20 +143,10 @@ func (r *MigrationReconciler) retire(ctx context.Context, m *v1alpha1.PtahMigrat
 		setCondition(m, v1alpha1.ConditionInSync, metav1.ConditionUnknown, v1alpha1.ReasonProgressing, "reading the migration history for this generation")
 		setCondition(m, v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonProgressing, "reading the migration history for this generation")
 	}
-	r.discard(ctx, m)
-	m.Status.ExecutionBinding = &b
-	m.Status.ObservedGeneration = m.Generation
-	m.Status.NextReconciliationTime = nil
 	r.resolve(m)
 	if m.Status.UnresolvedRun != nil {
 		setUnresolvedCondition(m)
 	}
-	if m.Spec.Suspend {
-		return true, r.suspend(ctx, m)
-	}
-	setCondition(m, v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonNotSuspended, "spec.suspend is false")
-	m.Status.Phase = v1alpha1.PhasePending
-	return true, r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
 }
 
 // resolve takes the artifact digest from the spec, which admission only
@@ -262,18 +232,6 @@ func (r *MigrationReconciler) deleteJob(ctx context.Context, m *v1alpha1.PtahMig
 		c.Type, c.JobName, err, deadline)
 }
 
-func (r *MigrationReconciler) suspend(ctx context.Context, m *v1alpha1.PtahMigration) error {
-	markSuspended(m)
-	return r.save(ctx, m)
-}
-
-func (r *MigrationReconciler) hold(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
-	if suspended(m) {
-		return reconcile.Result{}, nil
-	}
-	return reconcile.Result{}, r.suspend(ctx, m)
-}
-
 // rest is where a migration with no operation waits: for an approval, an
 // acknowledgment, or its interval to read the history again.
 func (r *MigrationReconciler) rest(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
@@ -284,40 +242,23 @@ func (r *MigrationReconciler) rest(ctx context.Context, m *v1alpha1.PtahMigratio
 	if wait := r.untilNext(m); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	return reconcile.Result{Requeue: true}, r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+	_, err := r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+	return reconcile.Result{Requeue: true}, err
 }
 
-// claim writes the claim for the next operation to status before anything
-// is created for it, then dispatches it unless it waits until at.
-func (r *MigrationReconciler) claim(ctx context.Context, m *v1alpha1.PtahMigration, typ v1alpha1.OperationType, attempt int32, at time.Time) error {
-	return r.claimOp(ctx, m, r.newClaim(m, typ, attempt), at)
+// claim claims attempt attempt of operation typ, to be dispatched at at
+// (now when zero; the engine's claim).
+func (r *MigrationReconciler) claim(ctx context.Context, m *v1alpha1.PtahMigration, typ v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
+	return claim(ctx, &r.engine, r, m, r.newClaim(m, typ, attempt), at)
 }
 
+// newClaim is the claim of operation typ's attempt on m as m now is.
 func (r *MigrationReconciler) newClaim(m *v1alpha1.PtahMigration, typ v1alpha1.OperationType, attempt int32) *v1alpha1.ActiveOperation {
-	var resolved, plan string
-	if m.Status.Source != nil {
-		resolved = m.Status.Source.ResolvedDigest
-	}
+	plan := ""
 	if m.Status.Plan != nil {
 		plan = m.Status.Plan.Fingerprint
 	}
-	return subjectClaim(m, m.Spec, resolved, plan, typ, attempt, r.Binding.of(m), r.clock())
-}
-
-func (r *MigrationReconciler) claimOp(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, at time.Time) error {
-	if err := r.writeClaim(ctx, m, c, at); err != nil {
-		return err
-	}
-	if !at.IsZero() {
-		return nil
-	}
-	_, err := r.dispatch(ctx, m)
-	return err
-}
-
-func (r *MigrationReconciler) writeClaim(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, at time.Time) error {
-	setClaim(m, c, r.templateDigest(m, c), at)
-	return r.save(ctx, m)
+	return subjectClaim(m, m.Spec, plan, typ, attempt, r.Binding.of(m), r.clock())
 }
 
 // follow resumes the active claim (the engine's follow).
@@ -346,64 +287,50 @@ func (r *MigrationReconciler) running(ctx context.Context, m *v1alpha1.PtahMigra
 	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
 }
 
-// dispatch creates the claim's credential and Job, unless the claim waits.
+// dispatch creates the claim's credential and Job (the engine's dispatch).
 func (r *MigrationReconciler) dispatch(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
-	c := m.Status.ActiveOperation
-	if next := m.Status.NextReconciliationTime; next != nil {
-		if wait := next.Sub(r.clock()); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
+	return dispatch(ctx, &r.engine, r, m)
+}
+
+// admit is what an Apply needs before its credential: its approval
+// consumed, its plan current, and the finalizer on, so a deletion waits
+// for the Apply to end rather than have its Job collected.
+func (r *MigrationReconciler) admit(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) (bool, reconcile.Result, error) {
+	if c.Type != v1alpha1.OperationApply {
+		return true, reconcile.Result{}, nil
 	}
-	if m.Spec.Suspend {
-		return r.hold(ctx, m)
+	if ok, err := r.applyInputs(ctx, m, c); !ok || err != nil {
+		return false, reconcile.Result{Requeue: err == nil && m.Status.ActiveOperation != nil}, err
 	}
-	if current, err := r.snapshot(ctx, m, c); !current || err != nil {
-		return reconcile.Result{Requeue: err == nil}, err
+	return true, reconcile.Result{}, r.keepMetadata(ctx, m)
+}
+
+// issue creates the operation-bound credential.
+func (r *MigrationReconciler) issue(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) error {
+	return issueCredential(ctx, r.Client, m, c)
+}
+
+// confirm asks, last before an Apply Job is created, whether the spec is
+// still the one the claim was decided under (specCurrent).
+func (r *MigrationReconciler) confirm(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) (bool, error) {
+	if c.Type != v1alpha1.OperationApply {
+		return true, nil
 	}
-	if c.Type == v1alpha1.OperationApply {
-		if ok, err := r.applyInputs(ctx, m, c); !ok || err != nil {
-			return reconcile.Result{Requeue: err == nil && m.Status.ActiveOperation != nil}, err
-		}
-		// The finalizer is on before the Job exists: a deletion then waits
-		// for the Apply to end rather than have its Job collected.
-		if err := r.keepMetadata(ctx, m); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	if err := issueCredential(ctx, r.Client, m, c); err != nil {
-		warning(r.Events, m, v1alpha1.EventResultCredentialFailed, "IssueCredential",
-			"issuing the result credential %s for %s operation %s failed, retrying in %s: %v", credentialName(c), c.Type, c.JobName, credentialRetry, err)
-		return reconcile.Result{RequeueAfter: credentialRetry}, nil
-	}
-	if c.Type == v1alpha1.OperationApply {
-		if current, err := r.specCurrent(ctx, m); !current || err != nil {
-			return reconcile.Result{Requeue: err == nil}, err
-		}
-	}
-	j := r.job(m, c)
-	err := r.Client.Create(ctx, j)
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		// A manager before this one created it: this is a resume, not a start.
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: m.Namespace, Name: c.JobName}, j); err != nil {
-			return reconcile.Result{}, fmt.Errorf("read Job %s/%s for the %s operation of PtahMigration %s: %w", m.Namespace, c.JobName, c.Type, m.Name, err)
-		}
-	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("create Job %s/%s for the %s operation of PtahMigration %s: %w", m.Namespace, c.JobName, c.Type, m.Name, err)
-	default:
-		normal(r.Events, m, v1alpha1.EventOperationStarted, "Dispatch", "%s Job %s started", c.Type, c.JobName)
-		jobsCreated.WithLabelValues(m.Namespace, v1alpha1.KindPtahMigration, string(c.Type)).Inc()
-	}
-	c.JobUID = string(j.UID)
-	now := metav1.Time{Time: r.clock()}
-	m.Status.Phase = phaseOf(c.Type)
-	m.Status.LastAttemptTime = &now
-	m.Status.NextReconciliationTime = nil
+	return r.specCurrent(ctx, m)
+}
+
+// started shows an Apply's plan, versions and attempt on Applying once its
+// Job exists.
+func (r *MigrationReconciler) started(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) {
 	if c.Type == v1alpha1.OperationApply {
 		setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionTrue, v1alpha1.ReasonApprovedPlan,
 			fmt.Sprintf("applying plan %s (versions %s), attempt %d", migrationPlanRef(m), versionList(planVersions(m)), c.Attempt))
 	}
-	return reconcile.Result{}, r.save(ctx, m)
+}
+
+// release: a migration's operation holds nothing but its credential; its
+// Apply takes the database's advisory lock itself.
+func (r *MigrationReconciler) release(context.Context, *v1alpha1.PtahMigration, *v1alpha1.ActiveOperation) {
 }
 
 // specCurrent reports whether the spec the API server holds is the
@@ -419,32 +346,6 @@ func (r *MigrationReconciler) specCurrent(ctx context.Context, m *v1alpha1.PtahM
 		return false, fmt.Errorf("read PtahMigration %s/%s before creating its Apply Job: %w", m.Namespace, m.Name, err)
 	}
 	return now.Generation == m.Status.ObservedGeneration, nil
-}
-
-// snapshot is the admission snapshot check of the schema reconciler's
-// snapshot: a template that changed is taken once, with an Event; one that
-// changes again retires the claim.
-func (r *MigrationReconciler) snapshot(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) (bool, error) {
-	d := r.templateDigest(m, c)
-	switch {
-	case c.PodTemplateDigest == d:
-		return true, nil
-	case c.PodTemplateDigest == "":
-		c.PodTemplateDigest = d
-		return true, nil
-	case !c.SnapshotRefreshed:
-		normal(r.Events, m, v1alpha1.EventAdmissionSnapshotRefreshed, "Dispatch",
-			"the Pod template of %s Job %s differs from the one its claim recorded (%s, now %s), usually because a new manager release took over; the claim stands and its admission snapshot is refreshed once",
-			c.Type, c.JobName, c.PodTemplateDigest, d)
-		c.PodTemplateDigest, c.SnapshotRefreshed = d, true
-		return true, r.save(ctx, m)
-	}
-	log.FromContext(ctx).Info("the Pod template changed again after its admission snapshot was refreshed; the claim is retired and the operation claimed anew",
-		"job", c.JobName, "recorded", c.PodTemplateDigest, "now", d)
-	r.revoke(ctx, m, c)
-	next := r.newClaim(m, c.Type, c.Attempt)
-	next.Approval = c.Approval
-	return false, r.claimOp(ctx, m, next, time.Time{})
 }
 
 // migrationOperation is what the runner is told to do for claim c.
@@ -490,10 +391,6 @@ func (r *MigrationReconciler) job(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveO
 	return job(m, c, r.Binding.of(m), op)
 }
 
-func (r *MigrationReconciler) templateDigest(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation) string {
-	return "sha256:" + hexDigest(r.job(m, c).Spec.Template)
-}
-
 // foreign refuses a record that is not the operation's result, once per
 // record. A running Apply runs to its end and its outcome is then
 // unresolved; any other operation is claimed again under a new name.
@@ -523,7 +420,8 @@ func (r *MigrationReconciler) foreign(ctx context.Context, m *v1alpha1.PtahMigra
 	}
 	next := r.newClaim(m, c.Type, c.Attempt)
 	next.Approval = c.Approval
-	return reconcile.Result{RequeueAfter: resultReadRetry}, r.claimOp(ctx, m, next, r.clock().Add(resultReadRetry))
+	_, err := claim(ctx, &r.engine, r, m, next, r.clock().Add(resultReadRetry))
+	return reconcile.Result{RequeueAfter: resultReadRetry}, err
 }
 
 func (r *MigrationReconciler) readFailed(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, err error) (reconcile.Result, error) {

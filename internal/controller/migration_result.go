@@ -384,19 +384,6 @@ func (r *MigrationReconciler) failedApply(ctx context.Context, m *v1alpha1.PtahM
 	return r.failed(ctx, m, c, f)
 }
 
-func (r *MigrationReconciler) recordFailure(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, f failure) {
-	full := f.message
-	if f.detail != nil {
-		full += " (ptah: " + f.detail.Code + ": " + f.detail.Message + ")"
-	}
-	m.Status.LastFailure = &v1alpha1.Failure{Code: f.code, Message: full, Operation: c.Type, Time: metav1.Time{Time: r.clock()}}
-	reason := v1alpha1.ReasonOperationFailed
-	if f.configuration {
-		reason = v1alpha1.ReasonConfigurationError
-	}
-	setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, reason, f.summary())
-}
-
 // failed records a failure in full on status and tries the operation again
 // after the failure interval, with OperationRetried naming the attempt,
 // up to the bound; past it, OperationFailed, and the history is read again
@@ -411,7 +398,7 @@ func (r *MigrationReconciler) failed(ctx context.Context, m *v1alpha1.PtahMigrat
 		r.ended(m, c, "failed")
 		next := r.newClaim(m, c.Type, c.Attempt+1)
 		next.Approval = c.Approval
-		if err := r.writeClaim(ctx, m, next, retryAt); err != nil {
+		if _, err := claim(ctx, &r.engine, r, m, next, retryAt); err != nil {
 			return reconcile.Result{}, err
 		}
 		r.revoke(ctx, m, c)
@@ -424,32 +411,11 @@ func (r *MigrationReconciler) failed(ctx context.Context, m *v1alpha1.PtahMigrat
 	return r.finish(ctx, m, c, "", 0, r.interval(m))
 }
 
-// finish ends operation c: the next claim (if any) is written with the
-// status, then c's credential is revoked.
+// finish ends operation c (nil: none was active) with the outcome its
+// status shows (the engine's finish).
 func (r *MigrationReconciler) finish(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, next v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
 	r.ended(m, c, migrationOutcome(m, c))
-	var err error
-	if next == "" {
-		m.Status.ActiveOperation = nil
-		m.Status.NextReconciliationTime = nil
-		if !at.IsZero() {
-			m.Status.NextReconciliationTime = &metav1.Time{Time: at}
-		}
-		err = r.save(ctx, m)
-	} else {
-		err = r.claim(ctx, m, next, attempt, at)
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	if c != nil {
-		r.revoke(ctx, m, c)
-	}
-	r.prune(ctx, m)
-	if !at.IsZero() {
-		return reconcile.Result{RequeueAfter: at.Sub(r.clock())}, nil
-	}
-	return reconcile.Result{}, nil
+	return finish(ctx, &r.engine, r, m, c, next, attempt, at)
 }
 
 // migrationOutcome is how operation c ended, as the status it leaves says:
@@ -505,7 +471,8 @@ func (r *MigrationReconciler) applyInputs(ctx context.Context, m *v1alpha1.PtahM
 	setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, why+", so no Apply Job was created")
 	m.Status.Plan = nil
 	m.Status.Phase = v1alpha1.PhaseObserving
-	return false, r.claimOp(ctx, m, r.newClaim(m, v1alpha1.OperationObserve, 1), time.Time{})
+	_, err = r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+	return false, err
 }
 
 // awaitApproval accepts an approval, stamped by admission, naming the
@@ -564,10 +531,7 @@ func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.Pta
 	next.Approval = accepted.Name
 	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonApproved,
 		fmt.Sprintf("approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, m.Status.Plan.Name))
-	if err := r.writeClaim(ctx, m, next, time.Time{}); err != nil {
-		return reconcile.Result{}, err
-	}
-	return r.dispatch(ctx, m)
+	return claim(ctx, &r.engine, r, m, next, time.Time{})
 }
 
 // approvalNames lists names in order, the first ten of them.

@@ -159,7 +159,8 @@ func (r *MigrationReconciler) acknowledged(ctx context.Context, m *v1alpha1.Ptah
 	}
 	normal(r.Events, m, v1alpha1.EventUnresolvedRunAcknowledged, "Acknowledge", "%s", msg)
 	m.Status.Phase = v1alpha1.PhaseObserving
-	return true, r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+	_, err := r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+	return true, err
 }
 
 // keepMetadata keeps the finalizer on the migration while a deletion would

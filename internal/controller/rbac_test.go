@@ -479,7 +479,7 @@ func legacyLogRead(t *testing.T, e *env, cfg *rest.Config) {
 		Migrations: v1alpha1.MigrationsSource{OCIRef: "oci://r.example/ledger@sha256:" + strings.Repeat("0", 64)},
 	}}
 	must(t, shared.c.Create(ctx, m))
-	c := subjectClaim(m, m.Spec, "", "", v1alpha1.OperationObserve, 1, e.rec.Binding.of(m), time.Now())
+	c := subjectClaim(m, m.Spec, "", v1alpha1.OperationObserve, 1, e.rec.Binding.of(m), time.Now())
 	j := job(m, c, e.rec.Binding.of(m), runner.Operation{Type: runner.OpMigrationObserve, ResultTransport: runner.TransportPodLog})
 	// Its finished Pod is made by hand (admin), and the Job itself is not
 	// created, so no kubelet runs it: only the read is the manager's.

@@ -45,21 +45,13 @@ type SchemaReconciler struct {
 // Reconcile reads the schema, retires evidence its spec or binding no longer
 // supports, then follows the active operation or decides the next one.
 func (r *SchemaReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	var s v1alpha1.PtahSchema
-	if err := r.Client.Get(ctx, req.NamespacedName, &s); err != nil {
-		if apierrors.IsNotFound(err) {
-			forgetSchema(req.Namespace, req.Name)
-		}
-		return reconcile.Result{}, ctrl.IgnoreNotFound(err)
-	}
-	if !s.DeletionTimestamp.IsZero() {
-		return reconcile.Result{}, nil // owner references remove Jobs, plans and credentials
-	}
-	res, err := r.pipeline(ctx, &s)
-	if apierrors.IsConflict(err) {
-		return reconcile.Result{Requeue: true}, nil // someone wrote first: read again
-	}
-	return res, err
+	return reconcileOne(ctx, &r.engine, req, &v1alpha1.PtahSchema{}, forgetSchema, r.pipeline, r.deleting)
+}
+
+// deleting leaves a schema being deleted to its owner references, which
+// remove its Jobs, plans and credentials.
+func (r *SchemaReconciler) deleting(context.Context, *v1alpha1.PtahSchema) (reconcile.Result, error) {
+	return reconcile.Result{}, nil
 }
 
 func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
@@ -93,7 +85,7 @@ func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema)
 		return r.follow(ctx, s)
 	}
 	if s.Spec.Suspend {
-		return r.hold(ctx, s)
+		return hold(ctx, r, s)
 	}
 	return r.rest(ctx, s)
 }
@@ -126,24 +118,19 @@ func (r *SchemaReconciler) admissionDown(ctx context.Context, s *v1alpha1.PtahSc
 	return res, nil
 }
 
-// outdated reports whether the spec or the execution binding changed since
-// the active claim was made: a running Apply's result is then recorded, but
-// the proof belongs to the new generation, which starts from Resolve.
-func (r *SchemaReconciler) outdated(s *v1alpha1.PtahSchema) bool {
-	b := r.Binding.of(s)
-	return s.Status.ObservedGeneration != s.Generation || s.Status.ExecutionBinding != nil && *s.Status.ExecutionBinding != b
+// retire starts again from Resolve when the spec changed or the execution
+// binding the evidence was produced under did (the engine's retire).
+func (r *SchemaReconciler) retire(ctx context.Context, s *v1alpha1.PtahSchema) (bool, error) {
+	return retire(ctx, &r.engine, r, s)
 }
 
-// retire starts again from Resolve when the spec changed or the execution
-// binding the evidence was produced under did.
-func (r *SchemaReconciler) retire(ctx context.Context, s *v1alpha1.PtahSchema) (bool, error) {
-	b := r.Binding.of(s)
-	old := s.Status.ExecutionBinding
-	rebound := old != nil && *old != b
-	if !rebound && s.Status.ObservedGeneration == s.Generation && old != nil {
-		return false, nil
-	}
-	if rebound {
+// first is the operation a schema's generation starts with.
+func (r *SchemaReconciler) first() v1alpha1.OperationType { return v1alpha1.OperationResolve }
+
+// retiring records that s's evidence is retired: a plan made under another
+// binding is no longer approvable, and a new generation is read again.
+func (r *SchemaReconciler) retiring(_ context.Context, s *v1alpha1.PtahSchema, old *v1alpha1.ExecutionBinding, b v1alpha1.ExecutionBinding) {
+	if old != nil && *old != b {
 		warning(r.Events, s, v1alpha1.EventExecutionBindingChanged, "Retire",
 			"execution binding changed from %s to %s: approvals of plans made under it no longer apply, and the schema is read again",
 			describeBinding(*old), describeBinding(b))
@@ -159,17 +146,6 @@ func (r *SchemaReconciler) retire(ctx context.Context, s *v1alpha1.PtahSchema) (
 			setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "the spec changed; a new plan will be computed")
 		}
 	}
-	r.discard(ctx, s)
-	s.Status.ExecutionBinding = &b
-	s.Status.ObservedGeneration = s.Generation
-	s.Status.NextReconciliationTime = nil
-	if s.Spec.Suspend {
-		return true, r.suspend(ctx, s)
-	}
-	setCondition(s, v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonNotSuspended, "spec.suspend is false")
-	s.Status.Phase = v1alpha1.PhasePending
-	_, err := r.claim(ctx, s, v1alpha1.OperationResolve, 1, time.Time{})
-	return true, err
 }
 
 func describeBinding(b v1alpha1.ExecutionBinding) string {
@@ -202,19 +178,6 @@ func (r *SchemaReconciler) deleteJob(ctx context.Context, s *v1alpha1.PtahSchema
 	}
 }
 
-// suspend records that spec.suspend holds every new operation.
-func (r *SchemaReconciler) suspend(ctx context.Context, s *v1alpha1.PtahSchema) error {
-	markSuspended(s)
-	return r.save(ctx, s)
-}
-
-func (r *SchemaReconciler) hold(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
-	if suspended(s) {
-		return reconcile.Result{}, nil
-	}
-	return reconcile.Result{}, r.suspend(ctx, s)
-}
-
 // rest is where a schema with no operation waits: for an approval, or for
 // its interval to re-read drift (Blocked too: it is resolved and planned
 // again, and lifts when the evidence changes).
@@ -237,29 +200,19 @@ func (r *SchemaReconciler) rest(ctx context.Context, s *v1alpha1.PtahSchema) (re
 	return reconcile.Result{Requeue: true}, err
 }
 
-// claim writes the claim for the next operation to status before anything
-// is created for it, then dispatches it unless it waits until at. The
-// result is dispatch's: a claim that has to wait (for the database lease,
-// which the operation that just ended still holds, or for its credential)
-// is looked at again then, not left to an event that may never come.
+// claim claims attempt attempt of operation typ, to be dispatched at at
+// (now when zero; the engine's claim).
 func (r *SchemaReconciler) claim(ctx context.Context, s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
-	return r.claimOp(ctx, s, newClaim(s, typ, attempt, r.Binding.of(s), r.clock()), at)
+	return claim(ctx, &r.engine, r, s, r.newClaim(s, typ, attempt), at)
 }
 
-func (r *SchemaReconciler) claimOp(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) (reconcile.Result, error) {
-	if err := r.writeClaim(ctx, s, c, at); err != nil {
-		return reconcile.Result{}, err
+// newClaim is the claim of operation typ's attempt on s as s now is.
+func (r *SchemaReconciler) newClaim(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32) *v1alpha1.ActiveOperation {
+	plan := ""
+	if s.Status.Plan != nil {
+		plan = s.Status.Plan.Fingerprint
 	}
-	if !at.IsZero() {
-		return reconcile.Result{}, nil
-	}
-	return r.dispatch(ctx, s)
-}
-
-// writeClaim records c as the active claim, to be dispatched at at (now when zero).
-func (r *SchemaReconciler) writeClaim(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, at time.Time) error {
-	setClaim(s, c, r.templateDigest(s, c), at)
-	return r.save(ctx, s)
+	return subjectClaim(s, s.Spec, plan, typ, attempt, r.Binding.of(s), r.clock())
 }
 
 // follow resumes the active claim (the engine's follow).
@@ -310,67 +263,48 @@ func (r *SchemaReconciler) accept(ctx context.Context, s *v1alpha1.PtahSchema, c
 	return r.consume(ctx, s, c, rec)
 }
 
-// dispatch creates the claim's credential and Job, unless the claim waits.
+// dispatch creates the claim's credential and Job (the engine's dispatch).
 func (r *SchemaReconciler) dispatch(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
-	c := s.Status.ActiveOperation
-	if next := s.Status.NextReconciliationTime; next != nil {
-		if wait := next.Sub(r.clock()); wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, nil
-		}
-	}
-	if s.Spec.Suspend {
-		return r.hold(ctx, s)
-	}
-	if current, err := r.snapshot(ctx, s, c); !current || err != nil {
-		return reconcile.Result{Requeue: err == nil}, err
-	}
+	return dispatch(ctx, &r.engine, r, s)
+}
+
+// admit is what a schema's operation needs before its credential: a
+// ServiceAccount and policy that exist, an Apply's approval and plan, and
+// a guarded operation's database lease.
+func (r *SchemaReconciler) admit(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (bool, reconcile.Result, error) {
 	for _, check := range []func(context.Context, *v1alpha1.PtahSchema, *v1alpha1.ActiveOperation) (*failure, error){r.missingServiceAccount, r.missingPolicy} {
 		if f, err := check(ctx, s, c); f != nil || err != nil {
 			if err != nil {
-				return reconcile.Result{}, err
+				return false, reconcile.Result{}, err
 			}
-			return r.failed(ctx, s, c, *f)
+			res, err := r.failed(ctx, s, c, *f)
+			return false, res, err
 		}
 	}
 	if c.Type == v1alpha1.OperationApply {
 		if ok, err := r.applyInputs(ctx, s, c); !ok || err != nil {
-			return reconcile.Result{Requeue: err == nil && s.Status.ActiveOperation != nil}, err
+			return false, reconcile.Result{Requeue: err == nil && s.Status.ActiveOperation != nil}, err
 		}
 	}
 	if guarded(c.Type) {
 		wait, err := r.acquire(ctx, s, c)
 		if err != nil || wait > 0 {
-			return reconcile.Result{RequeueAfter: wait}, err
+			return false, reconcile.Result{RequeueAfter: wait}, err
 		}
 	}
-	if err := r.issue(ctx, s, c); err != nil {
-		warning(r.Events, s, v1alpha1.EventResultCredentialFailed, "IssueCredential",
-			"issuing the result credential %s for %s operation %s failed, retrying in %s: %v", credentialName(c), runnerOp(c.Type), c.JobName, credentialRetry, err)
-		return reconcile.Result{RequeueAfter: credentialRetry}, nil
-	}
-	j := r.job(s, c)
-	err := r.Client.Create(ctx, j)
-	switch {
-	case apierrors.IsAlreadyExists(err):
-		// A manager before this one created it: this is a resume, not a start.
-		if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: c.JobName}, j); err != nil {
-			return reconcile.Result{}, fmt.Errorf("read Job %s/%s for the %s operation: %w", s.Namespace, c.JobName, runnerOp(c.Type), err)
-		}
-	case err != nil:
-		return reconcile.Result{}, fmt.Errorf("create Job %s/%s for the %s operation: %w", s.Namespace, c.JobName, runnerOp(c.Type), err)
-	default:
-		normal(r.Events, s, v1alpha1.EventOperationStarted, "Dispatch", "%s Job %s started", c.Type, c.JobName)
-		jobsCreated.WithLabelValues(s.Namespace, v1alpha1.KindPtahSchema, string(c.Type)).Inc()
-	}
-	c.JobUID = string(j.UID)
-	now := metav1.Time{Time: r.clock()}
-	s.Status.Phase = phaseOf(c.Type)
-	s.Status.LastAttemptTime = &now
-	s.Status.NextReconciliationTime = nil
+	return true, reconcile.Result{}, nil
+}
+
+// confirm: a schema's claim needs nothing more once its credential exists.
+func (r *SchemaReconciler) confirm(context.Context, *v1alpha1.PtahSchema, *v1alpha1.ActiveOperation) (bool, error) {
+	return true, nil
+}
+
+// started shows an Apply's plan on Applying once its Job exists.
+func (r *SchemaReconciler) started(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
 	if c.Type == v1alpha1.OperationApply {
 		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionTrue, v1alpha1.ReasonApprovedPlan, fmt.Sprintf("applying plan %s", planRef(s)))
 	}
-	return reconcile.Result{}, r.save(ctx, s)
 }
 
 // missingServiceAccount is the configuration failure of a schema whose
@@ -511,7 +445,7 @@ func (r *SchemaReconciler) foreign(ctx context.Context, s *v1alpha1.PtahSchema, 
 	if bad.unstamped {
 		setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, "result_unstamped: "+bad.Error())
 	}
-	next := newClaim(s, c.Type, c.Attempt, r.Binding.of(s), r.clock())
+	next := r.newClaim(s, c.Type, c.Attempt)
 	if c.Approval != "" {
 		r.returnApproval(ctx, s, c)
 		next.Approval = c.Approval
@@ -519,7 +453,7 @@ func (r *SchemaReconciler) foreign(ctx context.Context, s *v1alpha1.PtahSchema, 
 	// Claimed again after the read retry interval, so a cause that
 	// persists (a missing policy, a forger at work) is no busy loop.
 	at := r.clock().Add(resultReadRetry)
-	_, err := r.claimOp(ctx, s, next, at)
+	_, err := claim(ctx, &r.engine, r, s, next, at)
 	return reconcile.Result{RequeueAfter: resultReadRetry}, err
 }
 

@@ -311,18 +311,8 @@ func (r *SchemaReconciler) refusedOrFailed(ctx context.Context, s *v1alpha1.Ptah
 // failure interval; an Apply is followed by a read-only Observe instead.
 func (r *SchemaReconciler) failed(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, f failure) (reconcile.Result, error) {
 	r.ended(s, c, "failed")
-	now := r.clock()
-	full := f.message
-	if f.detail != nil {
-		full += " (ptah: " + f.detail.Code + ": " + f.detail.Message + ")"
-	}
-	s.Status.LastFailure = &v1alpha1.Failure{Code: f.code, Message: full, Operation: c.Type, Time: metav1.Time{Time: now}}
-	reason := v1alpha1.ReasonOperationFailed
-	if f.configuration {
-		reason = v1alpha1.ReasonConfigurationError
-	}
+	r.recordFailure(s, c, f)
 	msg := f.summary()
-	setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, reason, msg)
 	if c.Type == v1alpha1.OperationResolve {
 		setCondition(s, v1alpha1.ConditionArtifactResolved, metav1.ConditionFalse, v1alpha1.ReasonResolveFailed, msg)
 	}
@@ -337,7 +327,7 @@ func (r *SchemaReconciler) failed(ctx context.Context, s *v1alpha1.PtahSchema, c
 		warning(r.Events, s, v1alpha1.EventOperationFailed, "Fail", "%s", msg)
 	}
 	s.Status.Phase = v1alpha1.PhaseFailed
-	at := now.Add(durationOr(s.Spec.Execution.FailureRetryInterval, defaultRetry))
+	at := r.clock().Add(durationOr(s.Spec.Execution.FailureRetryInterval, defaultRetry))
 	if readOnly(c.Type) {
 		return r.finish(ctx, s, c, c.Type, c.Attempt+1, at)
 	}
@@ -383,32 +373,9 @@ func (r *SchemaReconciler) planStale(ctx context.Context, s *v1alpha1.PtahSchema
 	return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
 }
 
-// finish ends operation c: the next claim (if any) is written with the
-// status, then c's credential is revoked.
+// finish ends operation c (the engine's finish).
 func (r *SchemaReconciler) finish(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, next v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
-	var res reconcile.Result
-	var err error
-	if next == "" {
-		s.Status.ActiveOperation = nil
-		s.Status.NextReconciliationTime = nil
-		if !at.IsZero() {
-			s.Status.NextReconciliationTime = &metav1.Time{Time: at}
-		}
-		err = r.save(ctx, s)
-	} else {
-		// A next claim guarded like c waits for c's lease, released below.
-		res, err = r.claim(ctx, s, next, attempt, at)
-	}
-	if err != nil {
-		return reconcile.Result{}, err
-	}
-	r.revoke(ctx, s, c)
-	r.release(ctx, s, c)
-	r.prune(ctx, s)
-	if !at.IsZero() {
-		return reconcile.Result{RequeueAfter: at.Sub(r.clock())}, nil
-	}
-	return res, nil
+	return finish(ctx, &r.engine, r, s, c, next, attempt, at)
 }
 
 // issue creates the operation-bound credential; an Apply's may also get
@@ -523,11 +490,12 @@ func (r *SchemaReconciler) awaitApproval(ctx context.Context, s *v1alpha1.PtahSc
 	// The claim names the approval before the approval is marked consumed,
 	// and dispatch completes the marking: whichever write a conflict or a
 	// crash interrupts, no approval ends up consumed by no claim.
-	next := newClaim(s, v1alpha1.OperationApply, 1, r.Binding.of(s), r.clock())
+	next := r.newClaim(s, v1alpha1.OperationApply, 1)
 	next.Approval = accepted.Name
 	setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonApproved,
 		fmt.Sprintf("approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, s.Status.Plan.Name))
-	if err := r.writeClaim(ctx, s, next, time.Time{}); err != nil {
+	setClaim(s, next, templateDigest(r, s, next), time.Time{})
+	if err := r.save(ctx, s); err != nil {
 		return reconcile.Result{}, err
 	}
 	normal(r.Events, s, v1alpha1.EventApprovalAccepted, "Gate", "approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, s.Status.Plan.Name)

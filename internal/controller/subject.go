@@ -25,6 +25,7 @@ type subject interface {
 	SubjectExecution() *v1alpha1.Execution
 	SubjectRegistryAuth() *v1alpha1.LocalRef
 	SubjectConditions() *[]metav1.Condition
+	SubjectSuspended() bool
 	Operation() *v1alpha1.OperationStatus
 }
 

@@ -107,7 +107,7 @@ func TestMigrationJobsShareTheMachinery(t *testing.T) {
 	// reconciler does, and returns the claim once the Job finished.
 	run := func(typ v1alpha1.OperationType, attempt int32, op runner.Operation) *v1alpha1.ActiveOperation {
 		t.Helper()
-		c := subjectClaim(m, m.Spec, "", "", typ, attempt, binding, time.Now())
+		c := subjectClaim(m, m.Spec, "", typ, attempt, binding, time.Now())
 		op.ID, op.Digest, op.Namespace, op.Schema, op.SchemaUID = c.ID, c.CoordinationDigest, m.Namespace, m.Name, string(m.UID)
 		op.Kind, op.RecordName, op.OCIRef, op.PlainHTTP = v1alpha1.KindPtahMigration, c.JobName, ref, true
 		must(t, issueCredential(ctx, shared.c, m, c))

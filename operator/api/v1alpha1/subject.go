@@ -41,3 +41,9 @@ func (s *PtahSchema) Operation() *OperationStatus { return &s.Status.OperationSt
 
 // Operation is the status both kinds keep of their operations.
 func (s *PtahMigration) Operation() *OperationStatus { return &s.Status.OperationStatus }
+
+// SubjectSuspended says whether spec.suspend holds new operations.
+func (s *PtahSchema) SubjectSuspended() bool { return s.Spec.Suspend }
+
+// SubjectSuspended says whether spec.suspend holds new operations.
+func (s *PtahMigration) SubjectSuspended() bool { return s.Spec.Suspend }

@@ -3,11 +3,13 @@ package images
 import (
 	"context"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"ptah.run/operator/demo/kubebuild"
+	"ptah.run/operator/operator/devdb"
 )
 
 //go:embed postgres-entrypoint.sh
@@ -126,9 +128,17 @@ const devPasswd = "ptah:x:65532:65532:ptah dev database:/nonexistent:/usr/sbin/n
 // DevDatabase returns the dev database sidecar's image: the PostgreSQL image
 // base (as Postgres returned it) with an account for UID 65532, running as
 // it. The operator's Pods give it its command (devdb.Script), so it needs
-// nothing else: sh, and initdb, postgres and pg_isready on PATH.
+// sh, and initdb, postgres and pg_isready on PATH; it also holds the
+// template cluster the script makes (PTAH_DEV_TEMPLATE), so each start
+// copies it instead of running initdb.
 func (b *Builder) DevDatabase(ctx context.Context, base string) (Provenance, error) {
-	dockerfile := fmt.Sprintf("FROM %s\nRUN echo '%s' >> /etc/passwd && echo 'ptah:x:65532:' >> /etc/group\nUSER 65532:65532\nENTRYPOINT []\nCMD []\n", base, devPasswd)
+	const template = "/var/lib/ptah-dev-template"
+	dockerfile := fmt.Sprintf("FROM %s\n"+
+		"RUN echo '%s' >> /etc/passwd && echo 'ptah:x:65532:' >> /etc/group && mkdir -p %s && chown 65532:65532 %s\n"+
+		"USER 65532:65532\nENV PTAH_DEV_TEMPLATE=%s/data\n"+
+		"RUN echo %s | base64 -d | sh -s template\n"+
+		"ENTRYPOINT []\nCMD []\n",
+		base, devPasswd, template, template, template, base64.StdEncoding.EncodeToString([]byte(devdb.Script)))
 	ref := fmt.Sprintf("ptah-lab/dev-database:15-%s", mustKey(b.D.ImageID(ctx, base), dockerfile, recipe))
 	if b.D.ImageID(ctx, ref) != "" {
 		return Provenance{"dev-database", ref, "cached"}, nil
