@@ -222,6 +222,12 @@ bench-census:
 	awk -v a=$$s0 -v b=$$s1 -v c=$$s2 -v n="$(PARALLEL)" 'BEGIN { printf "census serial: %.0f s; -parallel %s: %.0f s; ratio %.2fx\n", b-a, n, c-b, (b-a)/(c-b) }' && \
 	rm -rf $$out
 
+.PHONY: bench-first-apply
+## bench-first-apply: on the lab (make demo-up first), storefront v1 applied to an empty database RUNS times (5):
+## create to InSync=True for each, each Job's time, and the median
+bench-first-apply:
+	acceptance/first-apply.sh $(or $(RUNS),5)
+
 .PHONY: bench-recorder
 ## bench-recorder: the recorder's per-command overhead against bare sh -c (x-bare, interleaved in one run)
 ## and the credential scan's cost on the committed census recording, each cast replayed in a player's terminal

@@ -23,9 +23,6 @@ import (
 type kind[S subject] interface {
 	turns[S]
 	save(ctx context.Context, s S) error
-	// newClaim is the claim of attempt attempt of operation typ on s as s
-	// now is.
-	newClaim(s S, typ v1alpha1.OperationType, attempt int32) *v1alpha1.ActiveOperation
 	// job is the Job that runs claim c.
 	job(s S, c *v1alpha1.ActiveOperation) *batchv1.Job
 	// admit is what must hold before c's credential is issued (for an
@@ -43,13 +40,64 @@ type kind[S subject] interface {
 	release(ctx context.Context, s S, c *v1alpha1.ActiveOperation)
 	// prune deletes what s's ended operations left past retention.
 	prune(ctx context.Context, s S)
-	// discard drops s's active claim before it ended.
-	discard(ctx context.Context, s S)
+	// deleteJob deletes c's Job, if it was dispatched.
+	deleteJob(ctx context.Context, s S, c *v1alpha1.ActiveOperation)
+	// returnApproval hands back the approval Apply claim c consumed.
+	returnApproval(ctx context.Context, s S, c *v1alpha1.ActiveOperation)
 	// retiring records on s that the evidence it holds is retired: its
 	// spec changed, or the execution binding did (old, now b).
 	retiring(ctx context.Context, s S, old *v1alpha1.ExecutionBinding, b v1alpha1.ExecutionBinding)
 	// first is the operation a generation starts with.
 	first() v1alpha1.OperationType
+	// admissionDown holds s while record admission is not enforcing in its
+	// namespace (problem says why).
+	admissionDown(ctx context.Context, s S, problem string) (reconcile.Result, error)
+	// revise settles what the kind settles once the evidence is current
+	// and before the active operation is followed; true: s was claimed
+	// anew, look again.
+	revise(ctx context.Context, s S) (bool, error)
+	// rest is where s waits with no operation active and not suspended.
+	rest(ctx context.Context, s S) (reconcile.Result, error)
+}
+
+// pipeline is what every reconcile of a live object runs. No record's stamp
+// means anything while record admission is not enforcing in its namespace,
+// so nothing starts and nothing is consumed until it is. A dispatched Apply
+// runs to its end: spec edits (suspend included), binding changes, lease
+// lapses and restarts wait for its result. Then evidence the spec or
+// binding no longer supports is retired, and the active operation is
+// followed, or s is held by spec.suspend, or it rests.
+func pipeline[S subject](ctx context.Context, e *engine, k kind[S], s S) (reconcile.Result, error) {
+	if p := e.Admission.Problem(ctx, s.GetNamespace()); p != "" {
+		return k.admissionDown(ctx, s, p)
+	}
+	if admissionLapsed(s) {
+		if err := admissionRestored(ctx, e.Client, e.APIReader, e.Events, s); err != nil {
+			return reconcile.Result{}, err
+		}
+		return reconcile.Result{Requeue: true}, k.save(ctx, s)
+	}
+	if running, err := applyRunning(ctx, e.APIReader, s, s.Operation().ActiveOperation); running || err != nil {
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		return follow(ctx, e, k, s)
+	}
+	for _, settle := range []func() (bool, error){
+		func() (bool, error) { return retire(ctx, e, k, s) },
+		func() (bool, error) { return k.revise(ctx, s) },
+	} {
+		if restarted, err := settle(); restarted || err != nil {
+			return reconcile.Result{Requeue: err == nil}, err
+		}
+	}
+	if s.Operation().ActiveOperation != nil {
+		return follow(ctx, e, k, s)
+	}
+	if s.SubjectSuspended() {
+		return hold(ctx, k, s)
+	}
+	return k.rest(ctx, s)
 }
 
 // reconcileOne reads the object req names into s and runs live on it, or
@@ -71,6 +119,11 @@ func reconcileOne[S subject](ctx context.Context, e *engine, req reconcile.Reque
 		return reconcile.Result{Requeue: true}, nil
 	}
 	return res, err
+}
+
+// newClaim is the claim of attempt attempt of operation typ on s as s now is.
+func newClaim(e *engine, s subject, typ v1alpha1.OperationType, attempt int32) *v1alpha1.ActiveOperation {
+	return subjectClaim(s, s.SubjectSpec(), s.SubjectPlanFingerprint(), typ, attempt, e.Binding.of(s), e.clock())
 }
 
 // templateDigest is the digest of the Pod template k would dispatch for c:
@@ -102,6 +155,21 @@ func claim[S subject](ctx context.Context, e *engine, k kind[S], s S, c *v1alpha
 		return reconcile.Result{}, nil
 	}
 	return dispatch(ctx, e, k, s)
+}
+
+// claimNew claims attempt attempt of operation typ on s, to be dispatched
+// at at (now when zero).
+func claimNew[S subject](ctx context.Context, e *engine, k kind[S], s S, typ v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
+	return claim(ctx, e, k, s, newClaim(e, s, typ, attempt), at)
+}
+
+// due claims s's first operation once its rest is over.
+func due[S subject](ctx context.Context, e *engine, k kind[S], s S) (reconcile.Result, error) {
+	if wait := e.untilNext(s); wait > 0 {
+		return reconcile.Result{RequeueAfter: wait}, nil
+	}
+	_, err := claimNew(ctx, e, k, s, k.first(), 1, time.Time{})
+	return reconcile.Result{Requeue: true}, err
 }
 
 // dispatch creates the active claim's credential and Job, unless the claim
@@ -176,7 +244,7 @@ func snapshot[S subject](ctx context.Context, e *engine, k kind[S], s S, c *v1al
 		"job", c.JobName, "recorded", c.PodTemplateDigest, "now", d)
 	e.revoke(ctx, s, c)
 	k.release(ctx, s, c)
-	next := k.newClaim(s, c.Type, c.Attempt)
+	next := newClaim(e, s, c.Type, c.Attempt)
 	next.Approval = c.Approval
 	_, err := claim(ctx, e, k, s, next, time.Time{})
 	return false, err
@@ -197,7 +265,7 @@ func finish[S subject](ctx context.Context, e *engine, k kind[S], s S, c *v1alph
 		err = k.save(ctx, s)
 	} else {
 		// A next claim guarded like c waits for c's lease, released below.
-		res, err = claim(ctx, e, k, s, k.newClaim(s, next, attempt), at)
+		res, err = claim(ctx, e, k, s, newClaim(e, s, next, attempt), at)
 	}
 	if err != nil {
 		return reconcile.Result{}, err
@@ -224,7 +292,7 @@ func retire[S subject](ctx context.Context, e *engine, k kind[S], s S) (bool, er
 		return false, nil
 	}
 	k.retiring(ctx, s, old, b)
-	k.discard(ctx, s)
+	discard(ctx, e, k, s)
 	st.ExecutionBinding = &b
 	st.ObservedGeneration = s.GetGeneration()
 	st.NextReconciliationTime = nil
@@ -234,8 +302,43 @@ func retire[S subject](ctx context.Context, e *engine, k kind[S], s S) (bool, er
 	}
 	setCondition(s, v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonNotSuspended, "spec.suspend is false")
 	st.Phase = v1alpha1.PhasePending
-	_, err := claim(ctx, e, k, s, k.newClaim(s, k.first(), 1), time.Time{})
+	_, err := claim(ctx, e, k, s, newClaim(e, s, k.first(), 1), time.Time{})
 	return true, err
+}
+
+// discard drops s's active claim before it ended: its Job (if
+// dispatched), its credential and lease, and the approval an Apply claim
+// consumed. It is never called for a dispatched Apply (see applyRunning).
+func discard[S subject](ctx context.Context, e *engine, k kind[S], s S) {
+	c := s.Operation().ActiveOperation
+	if c == nil {
+		return
+	}
+	k.deleteJob(ctx, s, c)
+	e.revoke(ctx, s, c)
+	k.release(ctx, s, c)
+	e.ended(s, c, "discarded")
+	if c.Type == v1alpha1.OperationApply {
+		k.returnApproval(ctx, s, c)
+		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, "the Apply claim was retired before its Job was created: its inputs changed")
+	}
+	s.Operation().ActiveOperation = nil
+}
+
+// watchPod keeps s's phase that of its running operation c and, while the
+// Pod of c's Job j does not run, reports each admission refusal of it once.
+func watchPod[S subject](ctx context.Context, e *engine, k kind[S], s S, c *v1alpha1.ActiveOperation, j *batchv1.Job) (reconcile.Result, error) {
+	if st := s.Operation(); st.Phase != phaseOf(c.Type) {
+		st.Phase = phaseOf(c.Type)
+		if err := k.save(ctx, s); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	if j.Status.Active > 0 || j.Status.Ready != nil && *j.Status.Ready > 0 {
+		return reconcile.Result{}, nil
+	}
+	reportPodRefusals(ctx, e.APIReader, e.Events, s, c, j, &e.refusals)
+	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
 }
 
 // outdated reports whether s's spec or execution binding changed since its

@@ -66,48 +66,28 @@ func (r *MigrationReconciler) migrationPipeline(ctx context.Context, m *v1alpha1
 	if err := r.keepMetadata(ctx, m); err != nil {
 		return reconcile.Result{}, err
 	}
-	// No record's stamp means anything while record admission is not
-	// enforcing here: nothing starts and nothing is consumed until it is; a
-	// running Apply runs on, holding the database's advisory lock itself.
-	if p := r.Admission.Problem(ctx, m.Namespace); p != "" {
-		if holdForAdmission(m, p) {
-			if err := r.save(ctx, m); err != nil {
-				return reconcile.Result{}, err
-			}
-		}
-		return reconcile.Result{RequeueAfter: r.Admission.interval()}, nil
-	}
-	if admissionLapsed(m) {
-		if err := admissionRestored(ctx, r.Client, r.APIReader, r.Events, m); err != nil {
+	return pipeline(ctx, &r.engine, r, m)
+}
+
+// admissionDown holds m while record admission is not enforcing in its
+// namespace; a running Apply runs on, holding the database's advisory
+// lock itself.
+func (r *MigrationReconciler) admissionDown(ctx context.Context, m *v1alpha1.PtahMigration, problem string) (reconcile.Result, error) {
+	if holdForAdmission(m, problem) {
+		if err := r.save(ctx, m); err != nil {
 			return reconcile.Result{}, err
 		}
-		return reconcile.Result{Requeue: true}, r.save(ctx, m)
 	}
-	// A dispatched Apply runs to its end: spec edits (suspend included),
-	// binding changes and restarts wait for its result.
-	if running, err := applyRunning(ctx, r.APIReader, m, m.Status.ActiveOperation); running || err != nil {
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		return r.follow(ctx, m)
+	return reconcile.Result{RequeueAfter: r.Admission.interval()}, nil
+}
+
+// revise settles an unresolved run by its acknowledgment, even while a
+// reading waits for its retry; the reading is claimed anew.
+func (r *MigrationReconciler) revise(ctx context.Context, m *v1alpha1.PtahMigration) (bool, error) {
+	if m.Status.UnresolvedRun == nil {
+		return false, nil
 	}
-	if restarted, err := r.retire(ctx, m); restarted || err != nil {
-		return reconcile.Result{Requeue: err == nil}, err
-	}
-	// An acknowledgment settles an unresolved run even while a reading
-	// waits for its retry; the reading is claimed anew.
-	if m.Status.UnresolvedRun != nil {
-		if settled, err := r.acknowledged(ctx, m); settled || err != nil {
-			return reconcile.Result{Requeue: err == nil}, err
-		}
-	}
-	if m.Status.ActiveOperation != nil {
-		return r.follow(ctx, m)
-	}
-	if m.Spec.Suspend {
-		return hold(ctx, r, m)
-	}
-	return r.rest(ctx, m)
+	return r.acknowledged(ctx, m)
 }
 
 // retire starts again from Observe when the spec changed or the execution
@@ -195,24 +175,6 @@ func (r *MigrationReconciler) artifactRefused(m *v1alpha1.PtahMigration, rec *v1
 	return true
 }
 
-// discard drops the active claim: its Job (if dispatched), its credential,
-// and the approval an Apply claim consumed. It is never called for a
-// dispatched Apply (see applyRunning).
-func (r *MigrationReconciler) discard(ctx context.Context, m *v1alpha1.PtahMigration) {
-	c := m.Status.ActiveOperation
-	if c == nil {
-		return
-	}
-	r.deleteJob(ctx, m, c)
-	r.revoke(ctx, m, c)
-	r.ended(m, c, "discarded")
-	if c.Type == v1alpha1.OperationApply {
-		r.returnApproval(ctx, m, c)
-		setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, "the Apply claim was retired before its Job was created: its inputs changed")
-	}
-	m.Status.ActiveOperation = nil
-}
-
 // deleteJob deletes the Job of a discarded read-only claim. When the
 // deletion cannot be made, the Job is left to the deadline it carries: it
 // changes nothing, and its record, under the old claim's name, is never
@@ -239,31 +201,7 @@ func (r *MigrationReconciler) rest(ctx context.Context, m *v1alpha1.PtahMigratio
 	if m.Status.Phase == v1alpha1.PhaseAwaitingApproval && m.Status.UnresolvedRun == nil {
 		return r.awaitApproval(ctx, m)
 	}
-	if wait := r.untilNext(m); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
-	}
-	_, err := r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
-	return reconcile.Result{Requeue: true}, err
-}
-
-// claim claims attempt attempt of operation typ, to be dispatched at at
-// (now when zero; the engine's claim).
-func (r *MigrationReconciler) claim(ctx context.Context, m *v1alpha1.PtahMigration, typ v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
-	return claim(ctx, &r.engine, r, m, r.newClaim(m, typ, attempt), at)
-}
-
-// newClaim is the claim of operation typ's attempt on m as m now is.
-func (r *MigrationReconciler) newClaim(m *v1alpha1.PtahMigration, typ v1alpha1.OperationType, attempt int32) *v1alpha1.ActiveOperation {
-	plan := ""
-	if m.Status.Plan != nil {
-		plan = m.Status.Plan.Fingerprint
-	}
-	return subjectClaim(m, m.Spec, plan, typ, attempt, r.Binding.of(m), r.clock())
-}
-
-// follow resumes the active claim (the engine's follow).
-func (r *MigrationReconciler) follow(ctx context.Context, m *v1alpha1.PtahMigration) (reconcile.Result, error) {
-	return follow(ctx, &r.engine, r, m)
+	return due(ctx, &r.engine, r, m)
 }
 
 // accept consumes the operation's result record.
@@ -274,17 +212,7 @@ func (r *MigrationReconciler) accept(ctx context.Context, m *v1alpha1.PtahMigrat
 // running shows the operation's phase while its Job runs, and reports the
 // Pod's admission refusals.
 func (r *MigrationReconciler) running(ctx context.Context, m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, j *batchv1.Job) (reconcile.Result, error) {
-	if m.Status.Phase != phaseOf(c.Type) {
-		m.Status.Phase = phaseOf(c.Type)
-		if err := r.save(ctx, m); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	if j.Status.Active > 0 || j.Status.Ready != nil && *j.Status.Ready > 0 {
-		return reconcile.Result{}, nil
-	}
-	reportPodRefusals(ctx, r.APIReader, r.Events, m, c, j, &r.refusals)
-	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
+	return watchPod(ctx, &r.engine, r, m, c, j)
 }
 
 // dispatch creates the claim's credential and Job (the engine's dispatch).
@@ -418,7 +346,7 @@ func (r *MigrationReconciler) foreign(ctx context.Context, m *v1alpha1.PtahMigra
 	if bad.unstamped {
 		setCondition(m, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, "result_unstamped: "+bad.Error())
 	}
-	next := r.newClaim(m, c.Type, c.Attempt)
+	next := newClaim(&r.engine, m, c.Type, c.Attempt)
 	next.Approval = c.Approval
 	_, err := claim(ctx, &r.engine, r, m, next, r.clock().Add(resultReadRetry))
 	return reconcile.Result{RequeueAfter: resultReadRetry}, err

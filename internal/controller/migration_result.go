@@ -396,7 +396,7 @@ func (r *MigrationReconciler) failed(ctx context.Context, m *v1alpha1.PtahMigrat
 		warning(r.Events, m, v1alpha1.EventOperationRetried, "Retry", "attempt %d of %d of the %s operation failed, attempt %d follows in %s: %s",
 			c.Attempt, r.maxAttempts(), c.Type, c.Attempt+1, durationOr(m.Spec.Execution.FailureRetryInterval, defaultRetry), f.summary())
 		r.ended(m, c, "failed")
-		next := r.newClaim(m, c.Type, c.Attempt+1)
+		next := newClaim(&r.engine, m, c.Type, c.Attempt+1)
 		next.Approval = c.Approval
 		if _, err := claim(ctx, &r.engine, r, m, next, retryAt); err != nil {
 			return reconcile.Result{}, err
@@ -471,7 +471,7 @@ func (r *MigrationReconciler) applyInputs(ctx context.Context, m *v1alpha1.PtahM
 	setCondition(m, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, why+", so no Apply Job was created")
 	m.Status.Plan = nil
 	m.Status.Phase = v1alpha1.PhaseObserving
-	_, err = r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+	_, err = claimNew(ctx, &r.engine, r, m, v1alpha1.OperationObserve, 1, time.Time{})
 	return false, err
 }
 
@@ -527,7 +527,7 @@ func (r *MigrationReconciler) awaitApproval(ctx context.Context, m *v1alpha1.Pta
 	}
 	// The claim names the approval before the approval is marked consumed,
 	// and dispatch completes the marking, as for schemas.
-	next := r.newClaim(m, v1alpha1.OperationApply, 1)
+	next := newClaim(&r.engine, m, v1alpha1.OperationApply, 1)
 	next.Approval = accepted.Name
 	setCondition(m, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonApproved,
 		fmt.Sprintf("approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, m.Status.Plan.Name))

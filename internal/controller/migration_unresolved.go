@@ -159,7 +159,7 @@ func (r *MigrationReconciler) acknowledged(ctx context.Context, m *v1alpha1.Ptah
 	}
 	normal(r.Events, m, v1alpha1.EventUnresolvedRunAcknowledged, "Acknowledge", "%s", msg)
 	m.Status.Phase = v1alpha1.PhaseObserving
-	_, err := r.claim(ctx, m, v1alpha1.OperationObserve, 1, time.Time{})
+	_, err := claimNew(ctx, &r.engine, r, m, v1alpha1.OperationObserve, 1, time.Time{})
 	return true, err
 }
 

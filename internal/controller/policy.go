@@ -59,7 +59,7 @@ func (r *SchemaReconciler) invalidate(ctx context.Context, s *v1alpha1.PtahSchem
 	msg := fmt.Sprintf("the verification policy in ConfigMap %s changed (%s, was %s) since %s was verified, so artifact and plan verification were invalidated; verifying again",
 		name, now, was, src.ResolvedDigest)
 	warning(r.Events, s, v1alpha1.EventVerificationPolicyInvalidated, "Verify", "%s", msg)
-	r.discard(ctx, s)
+	discard(ctx, &r.engine, r, s)
 	src.Verified, src.PolicyDigest = false, ""
 	if s.Status.Phase == v1alpha1.PhaseAwaitingApproval {
 		setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonNotRequired, "the plan awaiting approval was invalidated with its verification")
@@ -69,7 +69,7 @@ func (r *SchemaReconciler) invalidate(ctx context.Context, s *v1alpha1.PtahSchem
 	setCondition(s, v1alpha1.ConditionPlanReady, metav1.ConditionFalse, v1alpha1.ReasonPolicyInvalidated, msg)
 	setCondition(s, v1alpha1.ConditionReady, metav1.ConditionUnknown, v1alpha1.ReasonProgressing, msg)
 	s.Status.Phase = v1alpha1.PhasePending
-	_, err = r.claim(ctx, s, v1alpha1.OperationVerify, 1, time.Time{})
+	_, err = claimNew(ctx, &r.engine, r, s, v1alpha1.OperationVerify, 1, time.Time{})
 	return true, err
 }
 

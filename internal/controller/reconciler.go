@@ -55,39 +55,13 @@ func (r *SchemaReconciler) deleting(context.Context, *v1alpha1.PtahSchema) (reco
 }
 
 func (r *SchemaReconciler) pipeline(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
-	// No record's stamp means anything while record admission is not
-	// enforcing here: nothing starts and nothing is consumed until it is.
-	if p := r.Admission.Problem(ctx, s.Namespace); p != "" {
-		return r.admissionDown(ctx, s, p)
-	}
-	if admissionLapsed(s) {
-		if err := admissionRestored(ctx, r.Client, r.APIReader, r.Events, s); err != nil {
-			return reconcile.Result{}, err
-		}
-		return reconcile.Result{Requeue: true}, r.save(ctx, s)
-	}
-	// A dispatched Apply runs to its end: spec edits (suspend included),
-	// binding changes, lease lapses and restarts wait for its result, and
-	// only then does the new generation start again from Resolve.
-	if running, err := applyRunning(ctx, r.APIReader, s, s.Status.ActiveOperation); running || err != nil {
-		if err != nil {
-			return reconcile.Result{}, err
-		}
-		return r.follow(ctx, s)
-	}
-	if restarted, err := r.retire(ctx, s); restarted || err != nil {
-		return reconcile.Result{Requeue: err == nil}, err
-	}
-	if restarted, err := r.invalidate(ctx, s); restarted || err != nil {
-		return reconcile.Result{Requeue: err == nil}, err
-	}
-	if s.Status.ActiveOperation != nil {
-		return r.follow(ctx, s)
-	}
-	if s.Spec.Suspend {
-		return hold(ctx, r, s)
-	}
-	return r.rest(ctx, s)
+	return pipeline(ctx, &r.engine, r, s)
+}
+
+// revise claims a Verify when the verification policy changed under the
+// evidence (invalidate).
+func (r *SchemaReconciler) revise(ctx context.Context, s *v1alpha1.PtahSchema) (bool, error) {
+	return r.invalidate(ctx, s)
 }
 
 // admissionDown holds s while record admission is not enforcing in its
@@ -152,24 +126,6 @@ func describeBinding(b v1alpha1.ExecutionBinding) string {
 	return fmt.Sprintf("{executor %s, ptah %s, runner %s, state %s}", b.ExecutorImage, b.PtahVersion, b.RunnerProtocol, b.ControllerStateVersion)
 }
 
-// discard drops the active claim: its Job (if dispatched) and its
-// credential. It is never called for a dispatched Apply (see applyRunning);
-// an Apply claim discarded before its Job existed hands its approval back.
-func (r *SchemaReconciler) discard(ctx context.Context, s *v1alpha1.PtahSchema) {
-	c := s.Status.ActiveOperation
-	if c == nil {
-		return
-	}
-	r.deleteJob(ctx, s, c)
-	r.revoke(ctx, s, c)
-	r.release(ctx, s, c)
-	if c.Type == v1alpha1.OperationApply {
-		r.returnApproval(ctx, s, c)
-		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonClaimRetired, "the Apply claim was retired before its Job was created: its inputs changed")
-	}
-	s.Status.ActiveOperation = nil
-}
-
 // deleteJob deletes c's Job, if it was dispatched.
 func (r *SchemaReconciler) deleteJob(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
 	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: c.JobName, Namespace: s.Namespace}}
@@ -193,31 +149,7 @@ func (r *SchemaReconciler) rest(ctx context.Context, s *v1alpha1.PtahSchema) (re
 	case v1alpha1.PhaseAwaitingApproval:
 		return r.awaitApproval(ctx, s)
 	}
-	if wait := r.untilNext(s); wait > 0 {
-		return reconcile.Result{RequeueAfter: wait}, nil
-	}
-	_, err := r.claim(ctx, s, v1alpha1.OperationResolve, 1, time.Time{})
-	return reconcile.Result{Requeue: true}, err
-}
-
-// claim claims attempt attempt of operation typ, to be dispatched at at
-// (now when zero; the engine's claim).
-func (r *SchemaReconciler) claim(ctx context.Context, s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32, at time.Time) (reconcile.Result, error) {
-	return claim(ctx, &r.engine, r, s, r.newClaim(s, typ, attempt), at)
-}
-
-// newClaim is the claim of operation typ's attempt on s as s now is.
-func (r *SchemaReconciler) newClaim(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType, attempt int32) *v1alpha1.ActiveOperation {
-	plan := ""
-	if s.Status.Plan != nil {
-		plan = s.Status.Plan.Fingerprint
-	}
-	return subjectClaim(s, s.Spec, plan, typ, attempt, r.Binding.of(s), r.clock())
-}
-
-// follow resumes the active claim (the engine's follow).
-func (r *SchemaReconciler) follow(ctx context.Context, s *v1alpha1.PtahSchema) (reconcile.Result, error) {
-	return follow(ctx, &r.engine, r, s)
+	return due(ctx, &r.engine, r, s)
 }
 
 // running keeps a guarded operation's database lease while its Job runs,
@@ -445,7 +377,7 @@ func (r *SchemaReconciler) foreign(ctx context.Context, s *v1alpha1.PtahSchema, 
 	if bad.unstamped {
 		setCondition(s, v1alpha1.ConditionReconciliationFailed, metav1.ConditionTrue, v1alpha1.ReasonConfigurationError, "result_unstamped: "+bad.Error())
 	}
-	next := r.newClaim(s, c.Type, c.Attempt)
+	next := newClaim(&r.engine, s, c.Type, c.Attempt)
 	if c.Approval != "" {
 		r.returnApproval(ctx, s, c)
 		next.Approval = c.Approval
@@ -523,17 +455,7 @@ func (r *SchemaReconciler) podAdmission(ctx context.Context, s *v1alpha1.PtahSch
 		r.deleteJob(ctx, s, c)
 		return r.failed(ctx, s, c, *f)
 	}
-	if s.Status.Phase != phaseOf(c.Type) {
-		s.Status.Phase = phaseOf(c.Type)
-		if err := r.save(ctx, s); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
-	if j.Status.Active > 0 || j.Status.Ready != nil && *j.Status.Ready > 0 {
-		return reconcile.Result{}, nil
-	}
-	reportPodRefusals(ctx, r.APIReader, r.Events, s, c, j, &r.refusals)
-	return reconcile.Result{RequeueAfter: podAdmissionRecheck}, nil
+	return watchPod(ctx, &r.engine, r, s, c, j)
 }
 
 // reportPodRefusals records on s, once per refusal (seen), each refusal of

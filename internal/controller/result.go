@@ -490,7 +490,7 @@ func (r *SchemaReconciler) awaitApproval(ctx context.Context, s *v1alpha1.PtahSc
 	// The claim names the approval before the approval is marked consumed,
 	// and dispatch completes the marking: whichever write a conflict or a
 	// crash interrupts, no approval ends up consumed by no claim.
-	next := r.newClaim(s, v1alpha1.OperationApply, 1)
+	next := newClaim(&r.engine, s, v1alpha1.OperationApply, 1)
 	next.Approval = accepted.Name
 	setCondition(s, v1alpha1.ConditionApprovalRequired, metav1.ConditionFalse, v1alpha1.ReasonApproved,
 		fmt.Sprintf("approval %s by %s accepted for plan %s", accepted.Name, accepted.ApprovedBy.Username, s.Status.Plan.Name))

@@ -26,6 +26,8 @@ type subject interface {
 	SubjectRegistryAuth() *v1alpha1.LocalRef
 	SubjectConditions() *[]metav1.Condition
 	SubjectSuspended() bool
+	SubjectSpec() any
+	SubjectPlanFingerprint() string
 	Operation() *v1alpha1.OperationStatus
 }
 

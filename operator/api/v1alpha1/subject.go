@@ -47,3 +47,25 @@ func (s *PtahSchema) SubjectSuspended() bool { return s.Spec.Suspend }
 
 // SubjectSuspended says whether spec.suspend holds new operations.
 func (s *PtahMigration) SubjectSuspended() bool { return s.Spec.Suspend }
+
+// SubjectSpec is the spec, as a claim's inputs digest it.
+func (s *PtahSchema) SubjectSpec() any { return s.Spec }
+
+// SubjectSpec is the spec, as a claim's inputs digest it.
+func (s *PtahMigration) SubjectSpec() any { return s.Spec }
+
+// SubjectPlanFingerprint is the fingerprint of the plan an Apply runs, if any.
+func (s *PtahSchema) SubjectPlanFingerprint() string {
+	if s.Status.Plan == nil {
+		return ""
+	}
+	return s.Status.Plan.Fingerprint
+}
+
+// SubjectPlanFingerprint is the fingerprint of the plan an Apply runs, if any.
+func (s *PtahMigration) SubjectPlanFingerprint() string {
+	if s.Status.Plan == nil {
+		return ""
+	}
+	return s.Status.Plan.Fingerprint
+}
