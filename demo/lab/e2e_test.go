@@ -143,6 +143,9 @@ func TestLabUpAndDown(t *testing.T) {
 	}
 	convergesThroughRealJobs(t, l, ctx)
 	applyOutlivesSuspendAndRestart(t, l, ctx)
+	start = time.Now()
+	twoReleasesInOneNamespace(t, l, ctx)
+	t.Logf("two releases in one namespace: %s", time.Since(start).Round(time.Second))
 	published := map[string]string{}
 	for what, args := range map[string][]string{
 		"the schema's status": {"-n", Namespace, "get", "ptahschema", "storefront", "-o", "jsonpath={.status}"},

@@ -17,7 +17,8 @@ import (
 )
 
 // TestTwoReleasesInOneNamespace runs twoReleasesInOneNamespace on the lab
-// that is up (make demo-up), for trying it without a lab of its own.
+// that is up (make demo-up), for trying it without a lab of its own;
+// TestLabUpAndDown runs it on its own lab.
 func TestTwoReleasesInOneNamespace(t *testing.T) {
 	if os.Getenv("PTAH_LAB_ATTACH") != "1" {
 		t.Skip("set PTAH_LAB_ATTACH=1 to run on the lab that is up (make demo-up)")
@@ -37,7 +38,8 @@ func TestTwoReleasesInOneNamespace(t *testing.T) {
 // is one of theirs. Team a's PtahSchema and team b's PtahMigration each
 // converge through real Jobs, every Job of each started by its own
 // team's manager (the Events' reporting instance names the Pod), and
-// each release holds a leader Lease of its own.
+// each release holds a leader Lease of its own. Everything it made is
+// removed, and the lab's manager started again, when it returns.
 func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 	t.Helper()
 	kubectl := func(stdin string, args ...string) string {
@@ -64,17 +66,17 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 		out := printed(func() error { return l.ScenarioUp(ctx) })
 		ns, _, _ := strings.Cut(strings.TrimPrefix(out, "NAMESPACE="), "\n")
 		namespaces = append(namespaces, ns)
-		t.Cleanup(func() { _ = l.ScenarioDown(context.Background(), ns) })
+		defer func() { _ = l.ScenarioDown(context.Background(), ns) }()
 	}
 	home := namespaces[0]
 
 	controller := l.controllerName(ctx)
 	kubectl("", "-n", OperatorNamespace, "scale", "deployment/"+controller, "--replicas=0")
 	kubectl("", "-n", OperatorNamespace, "wait", "pods", "-l", "app.kubernetes.io/name="+controller, "--for=delete", "--timeout=2m")
-	t.Cleanup(func() {
+	defer func() {
 		_, _ = l.kubectlCmd(context.Background(), "", "-n", OperatorNamespace, "scale", "deployment/"+controller, "--replicas=1")
 		_, _ = l.kubectlCmd(context.Background(), "", "-n", OperatorNamespace, "rollout", "status", "deployment/"+controller, "--timeout=3m")
-	})
+	}()
 
 	c, err := chart.Load()
 	if err != nil {
@@ -110,7 +112,7 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 		if _, err := in.RunWithContext(ctx, c, values); err != nil {
 			t.Fatalf("helm install team-%s in %s: %v", team, home, err)
 		}
-		t.Cleanup(func() { _, _ = action.NewUninstall(cfg).Run("team-" + team) })
+		defer func() { _, _ = action.NewUninstall(cfg).Run("team-" + team) }()
 	}
 
 	digest := strings.TrimSpace(printed(func() error { return l.Publish(ctx, "v1") }))
@@ -118,7 +120,7 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest = strings.TrimSpace(printed(func() error { return l.PublishMigrations(ctx, "v1") }))
+	digest = strings.TrimSpace(printed(func() error { return l.PublishMigrations(ctx, "ledger-v1") }))
 	migration, err := l.Manifest("ledger", digest, env(map[string]string{"APPLY": "Always", "NAMESPACE": namespaces[1]}))
 	if err != nil {
 		t.Fatal(err)
@@ -152,6 +154,6 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 		if !strings.HasPrefix(holder, o.team+"-manager-") {
 			t.Errorf("Lease %s-manager.operator.ptah.run in %s is held by %q, want a %s manager Pod", o.team, home, holder, o.team)
 		}
-		t.Logf("%s/%s in sync; %d Jobs, each started by %s; %s holds its own Lease", o.ns, o.name, len(lines), o.team, o.team)
+		t.Logf("%s/%s, labelled for %s: in sync after %d Jobs", o.ns, o.name, o.team, len(lines))
 	}
 }
