@@ -188,15 +188,27 @@ lab-smoke: images
 DIST ?= $(BUILD)/dist
 PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 .PHONY: plugin-archives
-## plugin-archives: kubectl-ptah for each krew platform as DIST/kubectl-ptah_OS_ARCH.tar.gz, and the krew manifest naming them with their sha256
+## plugin-archives: kubectl-ptah for each krew platform as DIST/kubectl-ptah_OS_ARCH.tar.gz, and the krew manifest
+## naming them with their sha256, its version (v0.1.0 in the committed one) vVERSION
 plugin-archives:
-	@mkdir -p $(DIST) && cp cmd/kubectl-ptah/krew/ptah.yaml $(DIST)/ptah.yaml
+	@mkdir -p $(DIST) && sed "s/v0\.1\.0/v$(VERSION)/g" cmd/kubectl-ptah/krew/ptah.yaml > $(DIST)/ptah.yaml
 	@for p in $(PLATFORMS); do os=$${p%/*}; arch=$${p#*/}; d=$$(mktemp -d); a=$(DIST)/kubectl-ptah_$${os}_$${arch}.tar.gz; \
 	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $$d/kubectl-ptah ./cmd/kubectl-ptah && \
 	  cp cmd/kubectl-ptah/kubectl_complete-ptah LICENSE $$d/ && \
 	  tar -C $$d --owner=0 --group=0 --mtime=@0 -czf $$a kubectl-ptah kubectl_complete-ptah LICENSE && rm -rf $$d && \
 	  sed -i "s/SHA256_$${os}_$${arch}/$$(sha256sum $$a | cut -d' ' -f1)/" $(DIST)/ptah.yaml && echo "plugin-archives: $$a"; done
 
+.PHONY: release
+## release: VERSION=x.y.z REGISTRY=host[:port][/path] [PLAIN_HTTP=1]: the manager and executor images tagged VERSION
+## and the chart (version and appVersion VERSION, its values naming those images) pushed to REGISTRY, refused when
+## VERSION is there already (credentials from REGISTRY_USERNAME and REGISTRY_PASSWORD); the plugin archives and the
+## krew manifest in DIST, judged by krew's own validate-krew-manifest
+release: binaries plugin-archives
+	$(GO) run ./cmd/release -version $(VERSION) -registry "$(REGISTRY)" -bin $(BUILD) $(if $(PLAIN_HTTP),-plain-http)
+	GOFLAGS=-mod=mod $(GO) run sigs.k8s.io/krew/cmd/validate-krew-manifest@$(KREW_VERSION) -manifest $(DIST)/ptah.yaml -skip-install
+	@ls -l $(DIST)
+
+KREW_VERSION := v0.4.3
 ID ?= failure-recovery
 .PHONY: demo-reproduce
 ## demo-reproduce: repeat a published scenario (ID=...) as a reader would, and diff it against the recording
