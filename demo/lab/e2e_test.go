@@ -240,9 +240,14 @@ func convergesThroughRealJobs(t *testing.T, l *Lab, ctx context.Context) {
 		t.Errorf("InSync status and applied digest = %q (%v), want True and a digest", status, err)
 	}
 	images, err := l.kubectlCmd(ctx, "", "-n", Namespace, "get", "pods", "-l", "job-name", "-o", "jsonpath={.items[*].spec.containers[*].image}")
-	if err != nil || !strings.Contains(images, "ptah-executor:dev") {
-		t.Errorf("operation Pods ran %q (%v), want the executor image", images, err)
+	r, rerr := l.installed(ctx)
+	if rerr != nil {
+		t.Fatal(rerr)
 	}
+	if want := r.Registry + "/ptah/ptah-executor:" + r.Version; err != nil || !strings.Contains(images, want) {
+		t.Errorf("operation Pods ran %q (%v), want the executor image of the lab's release, %s", images, err, want)
+	}
+	t.Logf("the operator installed from %s --version %s", r.Chart, r.Version)
 	// Observe, Plan and Proof loaded the desired SQL into the dev database
 	// sidecar (ptah refuses to plan without one), and the kubelet stopped it
 	// once the runner had exited.

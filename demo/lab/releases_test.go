@@ -8,12 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"helm.sh/helm/v3/pkg/action"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-
-	"ptah.run/operator/operator/chart"
 )
 
 // TestTwoReleasesInOneNamespace runs twoReleasesInOneNamespace on the lab
@@ -78,13 +74,8 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 		_, _ = l.kubectlCmd(context.Background(), "", "-n", OperatorNamespace, "rollout", "status", "deployment/"+controller, "--timeout=3m")
 	}()
 
-	c, err := chart.Load()
+	r, err := l.installed(ctx)
 	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := l.kubeconfig()
-	cfg := new(action.Configuration)
-	if err := cfg.Init(&genericclioptions.ConfigFlags{KubeConfig: &kubeconfig, Namespace: &home}, home, "secret", func(string, ...any) {}); err != nil {
 		t.Fatal(err)
 	}
 	devImage := kubectl("", "-n", OperatorNamespace, "get", "deployment/"+controller, "-o", `jsonpath={.spec.template.spec.containers[0].args}`)
@@ -107,10 +98,13 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 		values["admission"] = map[string]any{"install": false}
 		values["watchNamespaces"] = []any{namespaces[0], namespaces[1]}
 		values["selector"] = "team=" + team
-		in := action.NewInstall(cfg)
-		in.ReleaseName, in.Namespace, in.Wait, in.Timeout = "team-"+team, home, true, 3*time.Minute
-		if _, err := in.RunWithContext(ctx, c, values); err != nil {
-			t.Fatalf("helm install team-%s in %s: %v", team, home, err)
+		// From the lab's release in its registry, as a second team installs it.
+		if _, err := l.installChart(ctx, r, "team-"+team, home, values, true); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := l.helmConfig(home, r)
+		if err != nil {
+			t.Fatal(err)
 		}
 		defer func() { _, _ = action.NewUninstall(cfg).Run("team-" + team) }()
 	}

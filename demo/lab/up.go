@@ -13,10 +13,12 @@ import (
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
+	"helm.sh/helm/v3/pkg/action"
 
 	"ptah.run/operator/demo/lab/internal/docker"
 	"ptah.run/operator/demo/lab/internal/images"
 	"ptah.run/operator/demo/lab/internal/run"
+	ptahrelease "ptah.run/operator/internal/release"
 )
 
 // credentials are every password the lab generated, kept across Ups.
@@ -333,28 +335,60 @@ func (l *Lab) kubectlCmd(ctx context.Context, stdin string, args ...string) (str
 }
 
 func (l *Lab) upOperator(ctx context.Context, s *state, _ *created) (string, error) {
-	controller, err := l.installRelease(ctx, l.releaseValues(s.devIm.Ref))
+	if n, _ := filepath.Glob(filepath.Join(l.OperatorImagesDir(), "*.tar")); len(n) == 0 {
+		return fmt.Sprintf("skipped: no operator images in %s to release (run make images)", l.OperatorImagesDir()), nil
+	}
+	port, err := l.d.HostPort(ctx, s.registry, "5000/tcp")
 	if err != nil {
 		return "", err
 	}
-	if n, _ := filepath.Glob(filepath.Join(l.OperatorImagesDir(), "*.tar")); len(n) == 0 {
-		return fmt.Sprintf("installed as Helm release %s; NOT waiting for deployment/%s: no operator images in %s (run make images)", ReleaseName, controller, l.OperatorImagesDir()), nil
+	r, err := l.publish(ctx, s, port)
+	if err != nil {
+		return "", err
+	}
+	controller, err := l.installChart(ctx, r, ReleaseName, OperatorNamespace, l.releaseValues(s.devIm.Ref), false)
+	if err != nil {
+		return "", err
 	}
 	if _, err := l.kubectlCmd(ctx, "", "-n", OperatorNamespace, "rollout", "status", "deployment/"+controller, "--timeout=3m"); err != nil {
 		return "", fmt.Errorf("controller deployment/%s not Available: %w", controller, err)
 	}
-	return fmt.Sprintf("installed as Helm release %s in %s; deployment/%s Available", ReleaseName, OperatorNamespace, controller), nil
+	return fmt.Sprintf("release %s published to the lab registry, installed as Helm release %s in %s from %s; deployment/%s Available", r.Version, ReleaseName, OperatorNamespace, r.Chart, controller), nil
 }
 
-// releaseValues are the chart values the lab installs with.
+// releaseValues are the chart values the lab installs its release with:
+// the released chart names its images; the lab adds its dev database
+// image and its registry, which speaks plain HTTP.
 func (l *Lab) releaseValues(devImage string) map[string]any {
 	return map[string]any{
 		"devDatabase":         map[string]any{"image": devImage},
-		"image":               map[string]any{"repository": "ptah-manager", "tag": "dev", "pullPolicy": "IfNotPresent"},
-		"executor":            map[string]any{"image": "ptah-executor:dev", "ptahVersion": "dev"},
 		"plainHTTPRegistries": []any{registryInCluster()},
-		"podAnnotations":      map[string]any{"ptah.run/manager-image-digest": l.imageBuild().get("PTAH_LAB_MANAGER_DIGEST")},
 	}
+}
+
+// installed is the lab's release as Helm installed it: its version, from
+// the lab's registry.
+func (l *Lab) installed(ctx context.Context) (*labRelease, error) {
+	s, err := l.loadState()
+	if err != nil {
+		return nil, err
+	}
+	port, err := l.d.HostPort(ctx, s.registry, "5000/tcp")
+	if err != nil {
+		return nil, err
+	}
+	r := &labRelease{Registry: "127.0.0.1:" + port, Password: s.creds.Registry}
+	r.Chart = "oci://" + r.Registry + "/ptah/charts/" + ptahrelease.ChartName
+	cfg, err := l.helmConfig(OperatorNamespace, r)
+	if err != nil {
+		return nil, err
+	}
+	rel, err := action.NewGet(cfg).Run(ReleaseName)
+	if err != nil {
+		return nil, fmt.Errorf("helm get %s: %w (run make demo-up)", ReleaseName, err)
+	}
+	r.Version = rel.Chart.Metadata.Version
+	return r, nil
 }
 
 // controllerName is the operator's Deployment as installed, else the default.

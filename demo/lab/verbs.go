@@ -187,6 +187,9 @@ func (l *Lab) Versions(ctx context.Context) error {
 			l.printf("image %s\n", line)
 		}
 	}
+	if r, err := l.installed(ctx); err == nil {
+		l.printf("OPERATOR=%s --version %s\n", r.Chart, r.Version)
+	}
 	if v, err := l.d.Exec(ctx, env.get("PTAH_LAB_CLUSTER")+"-postgres", nil, "psql", "-X", "-tA", "-U", "postgres", "-c", "show server_version"); err == nil {
 		l.printf("POSTGRES=%s\n", v)
 	}

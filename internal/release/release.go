@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strings"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	helmchart "helm.sh/helm/v3/pkg/chart"
@@ -39,10 +40,30 @@ type Options struct {
 	PlainHTTP bool
 	// Username and Password authenticate to the registry, if set.
 	Username, Password string
-	// BinDir holds the static binaries the images are assembled from
-	// (make binaries).
-	BinDir string
 }
+
+// Images are the two images a release publishes.
+type Images struct {
+	Manager, Executor v1.Image
+}
+
+// FromBinaries assembles the images from the static binaries in dir (make
+// binaries writes them).
+func FromBinaries(dir string) (Images, error) {
+	bin := func(n string) string { return filepath.Join(dir, n) }
+	m, err := image.Build(image.Manager(bin(image.ManagerBinary)))
+	if err != nil {
+		return Images{}, fmt.Errorf("%w (build the binaries into %s first: make binaries)", err, dir)
+	}
+	e, err := image.Build(image.Executor(bin(image.PtahBinary), bin(image.RunnerBinary)))
+	if err != nil {
+		return Images{}, fmt.Errorf("%w (build the binaries into %s first: make binaries)", err, dir)
+	}
+	return Images{Manager: m, Executor: e}, nil
+}
+
+// ErrReleased is a version the registry already holds.
+var ErrReleased = errors.New("already released")
 
 // Published is what a release pushed.
 type Published struct {
@@ -61,7 +82,7 @@ const ChartName = "ptah-operator"
 // Run publishes release o.Version to o.Registry. It refuses a version that
 // is not x.y.z, and a version any of whose images or chart the registry
 // already holds, before it pushes anything.
-func Run(ctx context.Context, o Options) (*Published, error) {
+func Run(ctx context.Context, o Options, imgs Images) (*Published, error) {
 	if !semver.MatchString(o.Version) {
 		return nil, fmt.Errorf("release version %q is not a semantic version x.y.z (without a leading v): set VERSION=1.2.3", o.Version)
 	}
@@ -83,13 +104,12 @@ func Run(ctx context.Context, o Options) (*Published, error) {
 		repo.Client = &auth.Client{Cache: auth.NewCache(), Credential: auth.StaticCredential(host, cred)}
 		return repo, nil
 	}
-	bin := func(n string) string { return filepath.Join(o.BinDir, n) }
 	images := []struct {
-		spec image.Spec
+		img  v1.Image
 		path string
 	}{
-		{image.Manager(bin(image.ManagerBinary)), "ptah-manager"},
-		{image.Executor(bin(image.PtahBinary), bin(image.RunnerBinary)), "ptah-executor"},
+		{imgs.Manager, "ptah-manager"},
+		{imgs.Executor, "ptah-executor"},
 	}
 	repos := map[string]*remote.Repository{}
 	for _, path := range []string{"ptah-manager", "ptah-executor", "charts/" + ChartName} {
@@ -102,7 +122,7 @@ func Run(ctx context.Context, o Options) (*Published, error) {
 		// stays what it was.
 		switch _, err := repo.Resolve(ctx, o.Version); {
 		case err == nil:
-			return nil, fmt.Errorf("%s/%s:%s already exists: version %s was released; release a new version", reg, path, o.Version, o.Version)
+			return nil, fmt.Errorf("%s/%s:%s exists: version %s is %w; release a new version", reg, path, o.Version, o.Version, ErrReleased)
 		case !errors.Is(err, errdef.ErrNotFound):
 			return nil, fmt.Errorf("ask %s whether %s:%s exists: %w", reg, path, o.Version, err)
 		}
@@ -114,10 +134,7 @@ func Run(ctx context.Context, o Options) (*Published, error) {
 	defer os.RemoveAll(dir)
 	pub := &Published{}
 	for _, im := range images {
-		img, err := image.Build(im.spec)
-		if err != nil {
-			return nil, fmt.Errorf("%w (build the binaries into %s first: make binaries)", err, o.BinDir)
-		}
+		img := im.img
 		// The image goes through an OCI layout, from which oras copies it.
 		lay := filepath.Join(dir, im.path)
 		p, err := layout.Write(lay, empty.Index)
@@ -153,7 +170,7 @@ func Run(ctx context.Context, o Options) (*Published, error) {
 	// is edited as text, so every comment a user reads stays.
 	if err := setValues(c, map[string]string{
 		"image:\n  repository: ptah-manager\n": "image:\n  repository: " + reg + "/ptah-manager\n",
-		"executor:\n  image: \"\"\n":            "executor:\n  image: " + reg + "/ptah-executor:" + o.Version + "\n",
+		"executor:\n  image: \"\"\n":           "executor:\n  image: " + reg + "/ptah-executor:" + o.Version + "\n",
 	}); err != nil {
 		return nil, err
 	}

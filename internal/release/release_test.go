@@ -2,6 +2,7 @@ package release_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -37,8 +38,12 @@ func TestReleaseIsInstallableAndImmutable(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	o := release.Options{Version: "1.4.2", Registry: reg.Host + "/ptah", PlainHTTP: true, Username: reg.Username, Password: reg.Password, BinDir: bin}
-	pub, err := release.Run(ctx, o)
+	o := release.Options{Version: "1.4.2", Registry: reg.Host + "/ptah", PlainHTTP: true, Username: reg.Username, Password: reg.Password}
+	imgs, err := release.FromBinaries(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := release.Run(ctx, o, imgs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +88,7 @@ func TestReleaseIsInstallableAndImmutable(t *testing.T) {
 		}
 	}
 
-	if _, err := release.Run(ctx, o); err == nil || !strings.Contains(err.Error(), "already exists") {
+	if _, err := release.Run(ctx, o, imgs); !errors.Is(err, release.ErrReleased) {
 		t.Errorf("publishing 1.4.2 again: %v, want a refusal naming what exists", err)
 	}
 	if got := resolve(t, reg, manager); manager+"@"+got != pub.Manager {
@@ -92,7 +97,7 @@ func TestReleaseIsInstallableAndImmutable(t *testing.T) {
 	for _, v := range []string{"v1.4.3", "1.4", "latest", "1.4.3+build"} {
 		bad := o
 		bad.Version = v
-		if _, err := release.Run(ctx, bad); err == nil {
+		if _, err := release.Run(ctx, bad, imgs); err == nil {
 			t.Errorf("version %q was released", v)
 		}
 	}
