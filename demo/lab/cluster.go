@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -96,8 +95,10 @@ func (l *Lab) upCluster(ctx context.Context, s *state, made *created) (string, e
 	return fmt.Sprintf("%s %s (node image %s), kubeconfig %s", s.cluster, how, s.node.Ref, l.kubeconfig()), nil
 }
 
-// upLoadImages puts the psql and dev database images and the operator's image tarballs into
-// the node's containerd, skipping images the node already holds.
+// upLoadImages puts the psql and dev database images into the node's
+// containerd, skipping images the node already holds. The operator's images
+// go in under their release names when the lab publishes its release
+// (publish).
 func (l *Lab) upLoadImages(ctx context.Context, s *state, _ *created) (string, error) {
 	nodeList, err := l.provider().ListInternalNodes(s.cluster)
 	if err != nil {
@@ -114,16 +115,6 @@ func (l *Lab) upLoadImages(ctx context.Context, s *state, _ *created) (string, e
 				return "", err
 			}
 			loaded = append(loaded, ref)
-		}
-		tars, _ := filepath.Glob(filepath.Join(l.OperatorImagesDir(), "*.tar"))
-		for _, t := range tars {
-			if err := loadArchive(n, t); err != nil {
-				return "", err
-			}
-			loaded = append(loaded, filepath.Base(t))
-		}
-		if len(tars) == 0 {
-			l.r.Printf("operator images: skipped: no *.tar in %s (make images writes them)", l.OperatorImagesDir())
 		}
 	}
 	return fmt.Sprintf("loaded [%s], already present [%s]", strings.Join(loaded, " "), strings.Join(present, " ")), nil

@@ -244,7 +244,7 @@ func convergesThroughRealJobs(t *testing.T, l *Lab, ctx context.Context) {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	if want := r.Registry + "/ptah/ptah-executor:" + r.Version; err != nil || !strings.Contains(images, want) {
+	if want := r.Registry + "/" + releasePath + "/ptah-executor:" + r.Version; err != nil || !strings.Contains(images, want) {
 		t.Errorf("operation Pods ran %q (%v), want the executor image of the lab's release, %s", images, err, want)
 	}
 	t.Logf("the operator installed from %s --version %s", r.Chart, r.Version)

@@ -79,8 +79,8 @@ func (l *Lab) publish(ctx context.Context, s *state, registryPort string) (*labR
 		Registry: "127.0.0.1:" + registryPort,
 		Password: s.creds.Registry,
 	}
-	reg := r.Registry + "/ptah"
-	r.Chart = "oci://" + reg + "/charts/" + ptahrelease.ChartName
+	reg := r.Registry + "/" + releasePath
+	r.Chart = chartRef(r.Registry)
 	_, err = ptahrelease.Run(ctx, ptahrelease.Options{Version: r.Version, Registry: reg, PlainHTTP: true, Username: registryUser, Password: r.Password},
 		ptahrelease.Images{Manager: imgs["ptah-manager"], Executor: imgs["ptah-executor"]})
 	if err != nil && !errors.Is(err, ptahrelease.ErrReleased) {
@@ -107,6 +107,14 @@ func (l *Lab) publish(ctx context.Context, s *state, registryPort string) (*labR
 		}
 	}
 	return r, nil
+}
+
+// releasePath is where under the lab registry the lab publishes its release.
+const releasePath = "ptah"
+
+// chartRef is the OCI reference of the chart the lab releases to registry.
+func chartRef(registry string) string {
+	return "oci://" + registry + "/" + releasePath + "/charts/" + ptahrelease.ChartName
 }
 
 // helmConfig is Helm's configuration for namespace of the lab's cluster,

@@ -18,7 +18,6 @@ import (
 	"ptah.run/operator/demo/lab/internal/docker"
 	"ptah.run/operator/demo/lab/internal/images"
 	"ptah.run/operator/demo/lab/internal/run"
-	ptahrelease "ptah.run/operator/internal/release"
 )
 
 // credentials are every password the lab generated, kept across Ups.
@@ -378,7 +377,7 @@ func (l *Lab) installed(ctx context.Context) (*labRelease, error) {
 		return nil, err
 	}
 	r := &labRelease{Registry: "127.0.0.1:" + port, Password: s.creds.Registry}
-	r.Chart = "oci://" + r.Registry + "/ptah/charts/" + ptahrelease.ChartName
+	r.Chart = chartRef(r.Registry)
 	cfg, err := l.helmConfig(OperatorNamespace, r)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/registry"
+	"oras.land/oras-go/v2"
 	"oras.land/oras-go/v2/registry/remote"
 	"oras.land/oras-go/v2/registry/remote/auth"
 
@@ -94,6 +95,23 @@ func TestReleaseIsInstallableAndImmutable(t *testing.T) {
 	if got := resolve(t, reg, manager); manager+"@"+got != pub.Manager {
 		t.Errorf("a refused second release changed %s to %s", manager, got)
 	}
+	// Half a release already there (an earlier run pushed the chart only)
+	// is a release: refused before either image is pushed.
+	partial := o
+	partial.Version = "1.5.0"
+	if _, err := release.Run(ctx, partial, release.Images{Manager: imgs.Executor, Executor: imgs.Executor}); err != nil {
+		t.Fatal(err)
+	}
+	partial.Registry = reg.Host + "/other"
+	if err := copyChart(reg, reg.Host+"/ptah/charts/ptah-operator:1.5.0", reg.Host+"/other/charts/ptah-operator:1.5.0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := release.Run(ctx, partial, imgs); !errors.Is(err, release.ErrReleased) {
+		t.Errorf("releasing 1.5.0 where only its chart is: %v, want ErrReleased", err)
+	}
+	if got := resolve(t, reg, reg.Host+"/other/ptah-manager:1.5.0"); got != "" {
+		t.Errorf("a refused release pushed its manager image (%s)", got)
+	}
 	for _, v := range []string{"v1.4.3", "1.4", "latest", "1.4.3+build"} {
 		bad := o
 		bad.Version = v
@@ -103,19 +121,45 @@ func TestReleaseIsInstallableAndImmutable(t *testing.T) {
 	}
 }
 
-// resolve is the digest ref names in reg, or "" when it is not there.
+// resolve is the digest ref (host/path:tag) names in reg, or "" when it
+// is not there.
 func resolve(t *testing.T, reg *testenv.Registry, ref string) string {
 	t.Helper()
-	name, tag, _ := strings.Cut(ref, ":1.")
-	repo, err := remote.NewRepository(name)
+	at := strings.LastIndex(ref, ":")
+	repo, err := remote.NewRepository(ref[:at])
 	if err != nil {
 		t.Fatal(err)
 	}
 	repo.PlainHTTP = true
 	repo.Client = &auth.Client{Credential: auth.StaticCredential(reg.Host, auth.Credential{Username: reg.Username, Password: reg.Password})}
-	d, err := repo.Resolve(context.Background(), "1."+tag)
+	d, err := repo.Resolve(context.Background(), ref[at+1:])
 	if err != nil {
 		return ""
 	}
 	return d.Digest.String()
+}
+
+// copyChart copies the chart manifest src names, with its blobs, to dst in
+// reg, as a release run that stopped after the chart would leave it.
+func copyChart(reg *testenv.Registry, src, dst string) error {
+	repo := func(ref string) (*remote.Repository, string, error) {
+		at := strings.LastIndex(ref, ":")
+		r, err := remote.NewRepository(ref[:at])
+		if err != nil {
+			return nil, "", err
+		}
+		r.PlainHTTP = true
+		r.Client = &auth.Client{Credential: auth.StaticCredential(reg.Host, auth.Credential{Username: reg.Username, Password: reg.Password})}
+		return r, ref[at+1:], nil
+	}
+	from, tag, err := repo(src)
+	if err != nil {
+		return err
+	}
+	to, dstTag, err := repo(dst)
+	if err != nil {
+		return err
+	}
+	_, err = oras.Copy(context.Background(), from, tag, to, dstTag, oras.DefaultCopyOptions)
+	return err
 }

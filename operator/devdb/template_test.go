@@ -3,6 +3,7 @@ package devdb_test
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -60,7 +61,10 @@ func TestTemplateStartIsAFreshStart(t *testing.T) {
 	if out, err := run([]string{"PTAH_DEV_TEMPLATE=" + template}, "template").CombinedOutput(); err != nil {
 		t.Fatalf("make the template: %v: %s", err, out)
 	}
-	read := func(name string, env ...string) string {
+	// read starts the server in a directory of its own, with env, and
+	// reads what it is. password, when set, is the superuser's (its
+	// verifier in env): the superuser logs in by it, and only by it.
+	read := func(name, password string, env ...string) string {
 		dir := filepath.Join(root, name)
 		sock := filepath.Join(dir, "socket")
 		for _, d := range []string{dir, sock} {
@@ -120,14 +124,38 @@ func TestTemplateStartIsAFreshStart(t *testing.T) {
 		}
 		if c, err := pgx.Connect(ctx, strings.Replace(devdb.SocketURL(sock), devdb.Role+"@", "postgres@", 1)); err == nil {
 			c.Close(ctx)
-			t.Fatalf("%s: the superuser logged in", name)
+			t.Fatalf("%s: the superuser logged in without a password", name)
+		}
+		if password != "" {
+			su := url.URL{Scheme: "postgres", User: url.UserPassword("postgres", password), Path: "/postgres", RawQuery: url.Values{"host": {sock}, "sslmode": {"disable"}}.Encode()}
+			c, err := pgx.Connect(ctx, su.String())
+			if err != nil {
+				t.Fatalf("%s: the superuser cannot log in by its password: %v", name, err)
+			}
+			c.Close(ctx)
 		}
 		return strings.Join(facts, "\n")
 	}
-	fresh := read("fresh")
-	copied := read("copied", "PTAH_DEV_TEMPLATE="+template)
+	fresh := read("fresh", "")
+	copied := read("copied", "", "PTAH_DEV_TEMPLATE="+template)
 	if fresh != copied {
 		t.Fatalf("a start from the template differs from a fresh one:\n%s", lineDiff(fresh, copied))
+	}
+	// A PTAH_DEV_TEMPLATE that holds no cluster is no template: initdb runs.
+	empty := filepath.Join(root, "empty")
+	if err := os.Mkdir(empty, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if got := read("no-template", "", "PTAH_DEV_TEMPLATE="+empty); got != fresh {
+		t.Fatalf("a start with an empty PTAH_DEV_TEMPLATE differs from a fresh one:\n%s", lineDiff(fresh, got))
+	}
+	// ptah's own throwaway server sets a superuser verifier: from the
+	// template too, the superuser logs in by that password alone.
+	password := "Pw-" + strconv.Itoa(os.Getpid())
+	verifier := "PTAH_DEV_SUPER_VERIFIER=" + devdb.ScramVerifier(password)
+	freshSuper := read("fresh-super", password, verifier)
+	if got := read("copied-super", password, verifier, "PTAH_DEV_TEMPLATE="+template); got != freshSuper {
+		t.Fatalf("with a superuser verifier, a start from the template differs from a fresh one:\n%s", lineDiff(freshSuper, got))
 	}
 	if !strings.Contains(fresh, devdb.Role+" | false | true | true | true | true | false | false | -1") {
 		t.Fatalf("no role %s with CREATEDB and CREATEROLE only:\n%s", devdb.Role, fresh)
