@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // How long a session may go without an answer from the server before it
@@ -17,8 +15,9 @@ import (
 // partition: no refusal, no reset, only silence) holds the operation until
 // its Job's deadline. Keepalive probes start after keepaliveIdle of silence
 // and every keepaliveInterval after; the kernel ends the connection at the
-// first probe after userTimeout (TCP_USER_TIMEOUT, which also bounds data
-// the server leaves unacknowledged).
+// first probe after userTimeout (TCP_USER_TIMEOUT on Linux, which also
+// bounds data the server leaves unacknowledged; TCP_RXT_CONNDROPTIME on
+// macOS bounds the data, and the probe count bounds the silence).
 const (
 	keepaliveIdle     = 5 * time.Second
 	keepaliveInterval = 5 * time.Second
@@ -46,16 +45,16 @@ func userTimeout(connectTimeout time.Duration) time.Duration {
 func boundedDialer(connectTimeout time.Duration) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	user := userTimeout(connectTimeout)
 	d := &net.Dialer{
-		// Count is left high: the user timeout decides when probes give up.
-		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: keepaliveIdle, Interval: keepaliveInterval, Count: 100},
+		// The probes end the connection by the time the user timeout passes
+		// where no socket option makes the kernel do so for silence.
+		KeepAliveConfig: net.KeepAliveConfig{Enable: true, Idle: keepaliveIdle, Interval: keepaliveInterval,
+			Count: int((user - keepaliveIdle + keepaliveInterval - 1) / keepaliveInterval)},
 		Control: func(network, _ string, c syscall.RawConn) error {
 			if network != "tcp" && network != "tcp4" && network != "tcp6" {
 				return nil
 			}
 			var serr error
-			if err := c.Control(func(fd uintptr) {
-				serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_TCP, unix.TCP_USER_TIMEOUT, int(user.Milliseconds()))
-			}); err != nil {
+			if err := c.Control(func(fd uintptr) { serr = setUserTimeout(fd, user) }); err != nil {
 				return err
 			}
 			return serr

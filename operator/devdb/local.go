@@ -97,8 +97,7 @@ func StartLocal(ctx context.Context) (*Local, error) {
 	l.cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "PGDATA=" + filepath.Join(dir, "data"), "PTAH_DEV_SOCKET_DIR=" + sock, "LANG=C",
 		"PTAH_DEV_SUPER_VERIFIER=" + scramVerifier(superPassword)}
 	l.cmd.Stdout, l.cmd.Stderr = l.log, l.log
-	// Pdeathsig: the server ends with ptah even when ptah is killed outright.
-	l.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	l.cmd.SysProcAttr = serverProcAttr()
 	if os.Geteuid() == 0 {
 		cred, err := postgresUser()
 		if err != nil {

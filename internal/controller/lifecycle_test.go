@@ -1,0 +1,217 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+)
+
+// The lifecycle is written once for both kinds (lifecycle.go); each test
+// here provokes one of its shared paths for a PtahSchema and a
+// PtahMigration alike, where the two copies it replaced had drifted apart.
+
+// failSecondRole fails the second operation credential's Role the first
+// time it is created: the first operation runs, and the credential of the
+// one its result claims next, dispatched as that result is settled, is
+// refused once. roles counts the Roles the reconciler tried to create.
+func failSecondRole(roles *atomic.Int32) interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			if _, ok := o.(*rbacv1.Role); ok && roles.Add(1) == 2 {
+				return fmt.Errorf("create Role %s: the API server refused it for now", o.GetName())
+			}
+			return c.Create(ctx, o, opts...)
+		},
+	}
+}
+
+// TestCredentialRetriedAfterAResult: the credential of the operation a
+// result claims next cannot be issued; nothing else happens in the
+// namespace afterwards (the first Job has ended), so only the retry the
+// dispatch asked for brings the operation about. A PtahMigration dropped
+// that retry when the lifecycle was written twice.
+func TestCredentialRetriedAfterAResult(t *testing.T) {
+	t.Parallel()
+	t.Run("PtahSchema", func(t *testing.T) {
+		t.Parallel()
+		var roles atomic.Int32
+		e := newEnv(t, func(o *envOption) {
+			o.reconcile = func(r *SchemaReconciler) { r.Client = interceptor.NewClient(noWatch{r.Client}, failSecondRole(&roles)) }
+		})
+		e.schema()
+		ev := e.awaitEvent(v1alpha1.EventResultCredentialFailed, converge)
+		assertEvent(t, ev, "shop")
+		if n := len(e.jobs("")); n != 1 {
+			t.Errorf("%d Jobs when the second credential failed, want the first operation's alone", n)
+		}
+		inSync(e)
+		if n := roles.Load(); n < 3 {
+			t.Errorf("%d Role creations, want the refused one tried again", n)
+		}
+	})
+	t.Run("PtahMigration", func(t *testing.T) {
+		t.Parallel()
+		var roles atomic.Int32
+		e := newEnv(t, func(o *envOption) {
+			o.migration = func(r *MigrationReconciler) {
+				r.Client = interceptor.NewClient(noWatch{r.Client}, failSecondRole(&roles))
+			}
+		})
+		e.migration(pushMigrations(t, "retry-"+e.ns, migrationsV1))
+		ev := e.awaitMigrationEvent(v1alpha1.EventResultCredentialFailed, converge, nil)
+		assertEvent(t, ev, "shop")
+		if !strings.Contains(ev.Message, "Apply operation") {
+			t.Errorf("ResultCredentialFailed says %q, want the Apply the Observe's result claimed", ev.Message)
+		}
+		migrated(e, 3)
+		if n := roles.Load(); n < 3 {
+			t.Errorf("%d Role creations, want the refused one tried again", n)
+		}
+	})
+}
+
+// TestDiscardedOperationsAreObserved: a spec edit while the first
+// operation's Job runs discards it; ptah_operation_duration_seconds
+// observes it with outcome discarded, for either kind (a PtahSchema's
+// discarded operations were not observed when the lifecycle was written
+// twice). The subject then converges from a new claim.
+func TestDiscardedOperationsAreObserved(t *testing.T) {
+	t.Parallel()
+	// hold keeps the first Job of prefix from running until release closes.
+	hold := func(prefix string, release <-chan struct{}) func(context.Context, *batchv1.Job) {
+		var held atomic.Bool
+		return func(ctx context.Context, j *batchv1.Job) {
+			if strings.HasPrefix(j.Name, prefix) && held.CompareAndSwap(false, true) {
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+			}
+		}
+	}
+	t.Run("PtahSchema", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		e := newEnv(t, func(o *envOption) { o.kubelet.Hold = hold("ptah-resolve-shop-", release) })
+		e.schema()
+		held := awaitJob(e, "ptah-resolve-shop-")
+		e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Execution.FailureRetryInterval.Duration = 11 * time.Second })
+		awaitDiscarded(e, "PtahSchema", "Resolve")
+		close(release)
+		inSync(e)
+		for _, j := range e.jobs("ptah-resolve-shop-") {
+			if j.Name == held {
+				t.Errorf("the discarded Resolve Job %s is still there", held)
+			}
+		}
+	})
+	t.Run("PtahMigration", func(t *testing.T) {
+		t.Parallel()
+		release := make(chan struct{})
+		e := newEnv(t, func(o *envOption) { o.kubelet.Hold = hold("ptah-observe-shop-", release) })
+		e.migration(pushMigrations(t, "discard-"+e.ns, migrationsV1))
+		awaitJob(e, "ptah-observe-shop-")
+		e.updateMigration(func(m *v1alpha1.PtahMigration) {
+			m.Spec.Execution.FailureRetryInterval = &metav1.Duration{Duration: 11 * time.Second}
+		})
+		awaitDiscarded(e, "PtahMigration", "Observe")
+		close(release)
+		migrated(e, 3)
+	})
+}
+
+// awaitJob waits for a Job of e's namespace named with prefix and returns
+// its name.
+func awaitJob(e *env, prefix string) string {
+	e.t.Helper()
+	for deadline := time.Now().Add(converge); ; time.Sleep(100 * time.Millisecond) {
+		if js := e.jobs(prefix); len(js) > 0 {
+			return js[0].Name
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("no Job %s* was created; events:\n%s", prefix, e.eventLines())
+		}
+	}
+}
+
+// awaitDiscarded waits for ptah_operation_duration_seconds to hold an
+// observation of a discarded typ operation of kind in e's namespace.
+func awaitDiscarded(e *env, kind, typ string) {
+	e.t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		families, err := metrics.Registry.Gather()
+		must(e.t, err)
+		for _, f := range families {
+			if f.GetName() != "ptah_operation_duration_seconds" {
+				continue
+			}
+			for _, m := range f.Metric {
+				have := map[string]string{}
+				for _, lp := range m.Label {
+					have[lp.GetName()] = lp.GetValue()
+				}
+				if have["namespace"] == e.ns && have["kind"] == kind && have["type"] == typ && have["outcome"] == "discarded" && metricValue(m) >= 1 {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			e.t.Fatalf("ptah_operation_duration_seconds has no discarded %s %s in %s; events:\n%s", kind, typ, e.ns, e.eventLines())
+		}
+	}
+}
+
+// TestSecondTemplateChangeKeepsTheApproval: an approved Apply is claimed,
+// and its Job is not created before two manager releases with different
+// Pod templates take over in turn. The first refreshes the claim's
+// snapshot; the second retires the claim and claims the Apply anew, with
+// the approval it carried: the plan applies without being approved again
+// (a PtahSchema's retired claim dropped its approval when the lifecycle
+// was written twice, and the schema waited for a second one).
+func TestSecondTemplateChangeKeepsTheApproval(t *testing.T) {
+	t.Parallel()
+	release := func(plainHTTP []string, mods ...func(*SchemaReconciler)) func(*SchemaReconciler) {
+		return func(r *SchemaReconciler) {
+			r.PlainHTTP = plainHTTP
+			for _, m := range mods {
+				m(r)
+			}
+		}
+	}
+	plain, tls := []string{shared.reg.Host}, []string(nil)
+	applyStopped := failJobCreates(func(j *batchv1.Job) bool { return strings.HasPrefix(j.Name, "ptah-apply-") })
+	e := newEnv(t, func(o *envOption) { o.reconcile = release(plain, applyStopped) })
+	e.schema(onApproval)
+	s := awaitApprovalOf(e)
+	approvalFor(e, "ok", s.Status.Plan.Name, s.Status.Plan.Fingerprint)
+	claimed := *e.await("shop", "the approved Apply claimed", converge, func(s *v1alpha1.PtahSchema) bool {
+		c := s.Status.ActiveOperation
+		return c != nil && c.Type == v1alpha1.OperationApply && c.Approval == "ok"
+	}).Status.ActiveOperation
+	e.restart(release(tls, applyStopped))
+	e.await("shop", "the refreshed snapshot", 30*time.Second, func(s *v1alpha1.PtahSchema) bool {
+		c := s.Status.ActiveOperation
+		return c != nil && c.ID == claimed.ID && c.SnapshotRefreshed
+	})
+	e.restart(release(plain))
+	inSync(e)
+	applies := e.jobs("ptah-apply-shop-")
+	if len(applies) != 1 || applies[0].Name == claimed.JobName {
+		t.Errorf("Apply Jobs %v: want one, not the retired claim's %s", names(applies), claimed.JobName)
+	}
+	if n := len(e.eventsOf(v1alpha1.EventApprovalRequired)); n != 1 {
+		t.Errorf("%d ApprovalRequired Events, want the one before the approval", n)
+	}
+}
