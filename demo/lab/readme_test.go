@@ -38,9 +38,9 @@ var (
 // newcomer would, the lab standing in for what the README leaves to the
 // reader: its registry for registry.example.com, its databases and
 // passwords for the URLs and CHANGE-ME, a scenario namespace for shop.
-// The README's own commands push the artifacts (`ptah schema push`,
-// `ptah migrations push`, with the lab's demo/schemas/v1.sql and
-// demo/migrations/ledger-v1), its YAML blocks are applied as they are
+// The README's own commands push the artifacts (its ptah lines, with the
+// lab's demo/schemas/v1.sql and the .up.sql files of
+// demo/migrations/ledger-v1, as a newcomer's directory holds them), its YAML blocks are applied as they are
 // otherwise, the plan is approved with the command the README names, and
 // its kubectl lines (get, wait for InSync, kubectl ptah status) run and
 // succeed. The PtahMigration, on the database the README gives it, must
@@ -104,29 +104,33 @@ func readmeQuickStart(t *testing.T, l *Lab, ctx context.Context) {
 		return o
 	}
 	sh(l.Root, "go build -o "+bin+"/ ./cmd/ptah ./cmd/kubectl-ptah")
-	sh(l.Root, "cp demo/schemas/v1.sql "+work+"/schema.sql && mkdir "+work+"/migrations && cp demo/migrations/ledger-v1/* "+work+"/migrations/")
+	sh(l.Root, "cp demo/schemas/v1.sql "+work+"/schema.sql && mkdir "+work+"/migrations && cp demo/migrations/ledger-v1/*.up.sql "+work+"/migrations/")
 
 	// The README's shell lines, in order; the pushes run now, the kubectl
 	// lines once the objects are applied and approved.
-	var pushes, kubectl []string
+	var ptah, kubectl []string
 	for _, b := range shBlock.FindAllStringSubmatch(readme, -1) {
 		for _, line := range strings.Split(b[1], "\n") {
 			line, _, _ = strings.Cut(line, "#")
 			line = strings.TrimSpace(line)
 			switch {
-			case strings.HasPrefix(line, "ptah ") && strings.Contains(line, " push "):
-				pushes = append(pushes, line)
+			case strings.HasPrefix(line, "ptah "):
+				ptah = append(ptah, line)
 			case strings.HasPrefix(line, "kubectl "):
 				kubectl = append(kubectl, line)
 			}
 		}
 	}
-	if len(pushes) != 2 || len(kubectl) == 0 {
-		t.Fatalf("README.md has pushes %q and kubectl lines %q: want the schema's and the migrations' push and the kubectl lines", pushes, kubectl)
+	if len(ptah) < 2 || len(kubectl) == 0 {
+		t.Fatalf("README.md has ptah lines %q and kubectl lines %q: want the schema's and the migrations' push and the kubectl lines", ptah, kubectl)
 	}
 	registry := env.get("PTAH_OCI_REGISTRY")
 	digests := map[string]string{} // repository -> digest pushed
-	for _, p := range pushes {
+	for _, p := range ptah {
+		if !strings.Contains(p, " push ") {
+			sh(work, p)
+			continue
+		}
 		o := sh(work, strings.ReplaceAll(p, "registry.example.com", registry)+" --plain-http",
 			"PTAH_OCI_USERNAME="+env.get("PTAH_OCI_USERNAME"), "PTAH_OCI_PASSWORD="+env.get("PTAH_OCI_PASSWORD"))
 		ref := strings.Fields(p)[3]
@@ -134,6 +138,9 @@ func readmeQuickStart(t *testing.T, l *Lab, ctx context.Context) {
 		if digests[repo] = digestInOutput.FindString(o); digests[repo] == "" {
 			t.Fatalf("README.md's %q printed no digest: %s", p, o)
 		}
+	}
+	if len(digests) != 2 {
+		t.Fatalf("README.md's ptah lines %q push %d artifacts, want the schema and the migrations", ptah, len(digests))
 	}
 
 	blocks := yamlBlock.FindAllStringSubmatch(readme, -1)
