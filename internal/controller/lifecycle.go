@@ -244,6 +244,9 @@ func snapshot[S subject](ctx context.Context, e *engine, k kind[S], s S, c *v1al
 		"job", c.JobName, "recorded", c.PodTemplateDigest, "now", d)
 	e.revoke(ctx, s, c)
 	k.release(ctx, s, c)
+	// The approval the retired claim consumed is handed back for the new
+	// claim, which consumes it under its own ID.
+	k.returnApproval(ctx, s, c)
 	next := newClaim(e, s, c.Type, c.Attempt)
 	next.Approval = c.Approval
 	_, err := claim(ctx, e, k, s, next, time.Time{})

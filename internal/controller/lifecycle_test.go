@@ -72,7 +72,7 @@ func TestCredentialRetriedAfterAResult(t *testing.T) {
 		e.migration(pushMigrations(t, "retry-"+e.ns, migrationsV1))
 		ev := e.awaitMigrationEvent(v1alpha1.EventResultCredentialFailed, converge, nil)
 		assertEvent(t, ev, "shop")
-		if !strings.Contains(ev.Message, "Apply operation") {
+		if !strings.Contains(ev.Message, "apply operation ptah-apply-shop-") {
 			t.Errorf("ResultCredentialFailed says %q, want the Apply the Observe's result claimed", ev.Message)
 		}
 		migrated(e, 3)
