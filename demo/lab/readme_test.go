@@ -15,14 +15,7 @@ import (
 // TestREADMEQuickStart runs readmeQuickStart on the lab that is up (make
 // demo-up); TestLabUpAndDown runs it on its own lab.
 func TestREADMEQuickStart(t *testing.T) {
-	if os.Getenv("PTAH_LAB_ATTACH") != "1" {
-		t.Skip("set PTAH_LAB_ATTACH=1 to run on the lab that is up (make demo-up)")
-	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	readmeQuickStart(t, New(root, os.Stdout, os.Stderr), context.Background())
+	readmeQuickStart(t, attachedLab(t), context.Background())
 }
 
 var (
@@ -40,8 +33,8 @@ var (
 // passwords for the URLs and CHANGE-ME, a scenario namespace for shop.
 // The README's own commands push the artifacts (its ptah lines, with the
 // lab's demo/schemas/v1.sql and the .up.sql files of
-// demo/migrations/ledger-v1, as a newcomer's directory holds them), its YAML blocks are applied as they are
-// otherwise, the plan is approved with the command the README names, and
+// demo/migrations/ledger-v1, as a newcomer's directory holds them), its
+// YAML blocks are applied as they are otherwise, the plan is approved with the command the README names, and
 // its kubectl lines (get, wait for InSync, kubectl ptah status) run and
 // succeed. The PtahMigration, on the database the README gives it, must
 // reach InSync too. The chart installed is the lab's, from its OCI

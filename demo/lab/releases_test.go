@@ -16,6 +16,14 @@ import (
 // that is up (make demo-up), for trying it without a lab of its own;
 // TestLabUpAndDown runs it on its own lab.
 func TestTwoReleasesInOneNamespace(t *testing.T) {
+	twoReleasesInOneNamespace(t, attachedLab(t), context.Background())
+}
+
+// attachedLab is the lab that is up (make demo-up), for a check that
+// TestLabUpAndDown runs on its own lab; the test is skipped unless
+// PTAH_LAB_ATTACH=1.
+func attachedLab(t *testing.T) *Lab {
+	t.Helper()
 	if os.Getenv("PTAH_LAB_ATTACH") != "1" {
 		t.Skip("set PTAH_LAB_ATTACH=1 to run on the lab that is up (make demo-up)")
 	}
@@ -23,7 +31,7 @@ func TestTwoReleasesInOneNamespace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	twoReleasesInOneNamespace(t, New(root, os.Stdout, os.Stderr), context.Background())
+	return New(root, os.Stdout, os.Stderr)
 }
 
 // twoReleasesInOneNamespace installs the chart twice in one namespace, as

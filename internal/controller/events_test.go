@@ -545,20 +545,24 @@ func TestEventLeaseContinuityLost(t *testing.T) {
 	}
 }
 
+// managerRelease is a manager release installed with --plain-http-registries
+// plainHTTP (a release input that changes the Pod template but not the
+// execution binding), adjusted by mods.
+func managerRelease(plainHTTP []string, mods ...func(*SchemaReconciler)) func(*SchemaReconciler) {
+	return func(r *SchemaReconciler) {
+		r.PlainHTTP = plainHTTP
+		for _, m := range mods {
+			m(r)
+		}
+	}
+}
+
 // TestEventAdmissionSnapshotRefreshed: a manager writes a claim and is
 // stopped before it creates the Job; another, installed with a different
 // --plain-http-registries (a release input that changes the Pod template but
 // not the execution binding), takes over.
 func TestEventAdmissionSnapshotRefreshed(t *testing.T) {
 	t.Parallel()
-	release := func(plainHTTP []string, mods ...func(*SchemaReconciler)) func(*SchemaReconciler) {
-		return func(r *SchemaReconciler) {
-			r.PlainHTTP = plainHTTP
-			for _, m := range mods {
-				m(r)
-			}
-		}
-	}
 	plain, tls := []string{shared.reg.Host}, []string(nil)
 	stopped := failJobCreates(anyJob)
 	claimOf := func(e *env) v1alpha1.ActiveOperation {
@@ -574,10 +578,10 @@ func TestEventAdmissionSnapshotRefreshed(t *testing.T) {
 	}
 	t.Run("once, and the claim stands", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, func(o *envOption) { o.reconcile = release(tls, stopped) })
+		e := newEnv(t, func(o *envOption) { o.reconcile = managerRelease(tls, stopped) })
 		e.schema()
 		claimed := claimOf(e)
-		e.restart(release(plain))
+		e.restart(managerRelease(plain))
 		ev := e.awaitEvent(v1alpha1.EventAdmissionSnapshotRefreshed, 30*time.Second)
 		assertEvent(t, ev, "shop")
 		if !strings.Contains(ev.Message, claimed.JobName) || !strings.Contains(ev.Message, claimed.PodTemplateDigest) {
@@ -594,15 +598,15 @@ func TestEventAdmissionSnapshotRefreshed(t *testing.T) {
 	})
 	t.Run("a second change retires the claim", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, func(o *envOption) { o.reconcile = release(plain, stopped) })
+		e := newEnv(t, func(o *envOption) { o.reconcile = managerRelease(plain, stopped) })
 		e.schema()
 		claimed := claimOf(e)
-		e.restart(release(tls, stopped))
+		e.restart(managerRelease(tls, stopped))
 		e.awaitEvent(v1alpha1.EventAdmissionSnapshotRefreshed, 30*time.Second)
 		e.await("shop", "the refreshed snapshot", 20*time.Second, func(s *v1alpha1.PtahSchema) bool {
 			return s.Status.ActiveOperation != nil && s.Status.ActiveOperation.SnapshotRefreshed
 		})
-		e.restart(release(plain))
+		e.restart(managerRelease(plain))
 		inSync(e)
 		resolves := e.jobs("ptah-resolve-")
 		if len(resolves) != 1 || resolves[0].Name == claimed.JobName {
