@@ -5,6 +5,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
 GO ?= go
 KUBERNETES_VERSION := v1.37.2
+OLDEST_KUBERNETES_VERSION := v1.33.13
 CACHE := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/ptah
 ENVTEST_DIR := $(CACHE)/envtest/$(KUBERNETES_VERSION)
 export KUBEBUILDER_ASSETS := $(ENVTEST_DIR)
@@ -29,9 +30,11 @@ host-deps:
 	echo "host-deps: installing$$missing"; \
 	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing
 
-## envtest: build kube-apiserver and etcd from the Go module proxy into $(ENVTEST_DIR)
+## envtest: build kube-apiserver and etcd from the Go module proxy into $(ENVTEST_DIR), and those of
+## the oldest supported release ($(OLDEST_KUBERNETES_VERSION)) beside it, for the compatibility tests
 envtest:
 	@$(GO) run ./cmd/lab envtest -dir $(ENVTEST_DIR)
+	@$(GO) run ./cmd/lab envtest -kubernetes-version $(OLDEST_KUBERNETES_VERSION)
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(dir $@)

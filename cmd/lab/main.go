@@ -34,7 +34,8 @@ const usage = `usage: lab VERB [ARGS]
   psql SQL              run SQL as the application role through the demo-psql Deployment
   versions              print the lab's versions and where its images came from
   images BINDIR         assemble the manager and executor images from the static binaries in BINDIR (make images)
-  envtest [-dir DIR]    build kube-apiserver and etcd ` + lab.KubernetesVersion + ` for the integration tests
+  envtest [-dir DIR] [-kubernetes-version V]
+                        build kube-apiserver and etcd (` + lab.KubernetesVersion + ` by default) for the integration tests
 `
 
 // arity is how many arguments each verb takes.
@@ -139,11 +140,15 @@ func repoRoot() (string, error) {
 
 func envtest(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("envtest", flag.ExitOnError)
-	dir := fs.String("dir", kubebuild.DefaultCacheDir(lab.KubernetesVersion), "where the binaries go")
+	version := fs.String("kubernetes-version", lab.KubernetesVersion, "the k8s.io/kubernetes release to build (the compatibility tests build the oldest supported one)")
+	dir := fs.String("dir", "", "where the binaries go (default: the cache directory of that version)")
 	fs.Parse(args)
+	if *dir == "" {
+		*dir = kubebuild.DefaultCacheDir(*version)
+	}
 	start := time.Now()
 	b := &kubebuild.Builder{
-		KubernetesVersion: lab.KubernetesVersion,
+		KubernetesVersion: *version,
 		WorkDir:           filepath.Join(filepath.Dir(*dir), "build"),
 		Log:               os.Stderr,
 	}
@@ -153,6 +158,6 @@ func envtest(ctx context.Context, args []string) error {
 	if err := b.Etcd(ctx, *dir); err != nil {
 		return err
 	}
-	fmt.Printf("envtest binaries for %s in %s (%s)\n", lab.KubernetesVersion, *dir, time.Since(start).Round(time.Second))
+	fmt.Printf("envtest binaries for %s in %s (%s)\n", *version, *dir, time.Since(start).Round(time.Second))
 	return nil
 }

@@ -22,6 +22,7 @@ import (
 
 	"ptah.run/operator/internal/controller"
 	"ptah.run/operator/internal/runner"
+	"ptah.run/operator/internal/stamp"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
 )
 
@@ -29,6 +30,8 @@ func main() {
 	var (
 		image, devImage, ptahVersion, metricsAddr, probeAddr, plainHTTP string
 		watchNamespaces, selector, transport, leaderElectionID          string
+		stampConfig, stampService, stampSecret                          string
+		stampPort                                                       int
 		leaderElect                                                     bool
 		planHistory, concurrency                                        int
 		resultTimeout, leaseDuration, retention, admissionInterval      time.Duration
@@ -50,6 +53,10 @@ func main() {
 	flag.IntVar(&concurrency, "max-concurrent-reconciles", 4, "how many PtahSchemas, and how many PtahMigrations, are reconciled at once (at least 1); operations on one database are still serialised by its Lease")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "metrics endpoint address, plain HTTP, so bound to localhost by default (0 disables it)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "health and readiness probe address")
+	flag.StringVar(&stampConfig, "stamp-webhook-configuration", "", "serve the approval, acknowledgment and record stamps as a mutating webhook, for clusters that serve no MutatingAdmissionPolicy: the name of its MutatingWebhookConfiguration, whose caBundle the manager keeps (default: no webhook; the chart sets it with admission.api=webhook)")
+	flag.StringVar(&stampService, "stamp-webhook-service", "", "the Service in the manager's namespace that reaches the stamp webhook (its serving certificate names it)")
+	flag.StringVar(&stampSecret, "stamp-webhook-secret", "", "the Secret in the manager's namespace that holds the stamp webhook's CA and serving certificate (the manager writes it)")
+	flag.IntVar(&stampPort, "stamp-webhook-port", 9443, "port the stamp webhook listens on")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -67,6 +74,11 @@ func main() {
 	}
 	if transport != runner.TransportDurable && transport != runner.TransportPodLog {
 		fmt.Fprintf(os.Stderr, "manager: --migration-result-transport=%q: want %s or %s\n", transport, runner.TransportDurable, runner.TransportPodLog)
+		os.Exit(2)
+	}
+	operatorNamespace := os.Getenv("OPERATOR_NAMESPACE")
+	if stampConfig != "" && (stampService == "" || stampSecret == "" || operatorNamespace == "") {
+		fmt.Fprintf(os.Stderr, "manager: --stamp-webhook-configuration=%s needs --stamp-webhook-service, --stamp-webhook-secret and OPERATOR_NAMESPACE (the chart sets all three)\n", stampConfig)
 		os.Exit(2)
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
@@ -129,6 +141,11 @@ func main() {
 	if err := mr.SetupWithManager(mgr); err != nil {
 		log.Error(err, "set up the PtahMigration controller")
 		os.Exit(1)
+	}
+	if stampConfig != "" {
+		certs := &stamp.Certificates{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+			Namespace: operatorNamespace, Secret: stampSecret, Service: stampService, Config: stampConfig}
+		must(certs.Serve(mgr, "", stampPort))
 	}
 	must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	must(mgr.AddReadyzCheck("readyz", healthz.Ping))

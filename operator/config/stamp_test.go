@@ -1,0 +1,447 @@
+package config_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"ptah.run/operator/internal/controller"
+	"ptah.run/operator/internal/stamp"
+	"ptah.run/operator/internal/testenv"
+	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/chart"
+)
+
+// TestStampWebhook: where the cluster serves no MutatingAdmissionPolicy
+// (Kubernetes 1.33, the oldest supported), the chart installs the stamps
+// as the manager's webhook, chosen from the cluster's own discovery; where
+// it does (1.37), admission.api=webhook chooses it. On a real API server
+// of each release, with the chart's objects as rendered and the manager
+// running under the chart's RBAC (its service account, impersonated):
+//
+//   - the manager makes its certificate, keeps it in the chart's Secret and
+//     puts its CA into the chart's webhook configuration;
+//   - the API server, calling the chart's Service, has the webhook stamp a
+//     forged approver, acknowledger and record creator with the requester,
+//     exactly as SelfSubjectReview names it, and the chart's validating
+//     policies admit the stamped objects;
+//   - the manager's record admission self-test finds admission enforcing;
+//   - with no manager serving, every stamped kind is refused (fail closed)
+//     and the self-test says admission is not shown to be enforcing;
+//   - a manager started again serves the same certificate, and a serving
+//     certificate or CA near its end is renewed without a refusal after.
+func TestStampWebhook(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		version string
+		values  map[string]any
+		auto    string // what admission.api=auto chooses there
+	}{
+		{testenv.OldestKubernetesVersion, nil, "webhook"},
+		{testenv.KubernetesVersion, map[string]any{"admission": map[string]any{"api": "webhook"}}, "v1"},
+	} {
+		t.Run(tc.version, func(t *testing.T) {
+			t.Parallel()
+			stampWebhookOn(t, tc.version, tc.values, tc.auto)
+		})
+	}
+}
+
+func stampWebhookOn(t *testing.T, version string, values map[string]any, auto string) {
+	ctx := context.Background()
+	api := testenv.StartAPIServer(t, testenv.Version(version), func(e *envtest.Environment) {
+		// The API server reaches a Service's webhook through its endpoints,
+		// here the test's own address (there is no kube-proxy).
+		e.ControlPlane.GetAPIServer().Configure().Set("enable-aggregator-routing", "true")
+	})
+	dc, err := discovery.NewDiscoveryClientForConfig(api.Config)
+	must(t, err)
+	v, err := dc.ServerVersion()
+	must(t, err)
+	if v.GitVersion != version {
+		t.Fatalf("the API server reports %s, want %s", v.GitVersion, version)
+	}
+
+	// The chart, rendered against what this server serves, as helm install does.
+	served := servedAPIVersions(t, dc)
+	objs, err := chart.RenderOn(version, served, "ptah", "ptah-system", nil)
+	must(t, err)
+	if got := admissionPath(objs); got != auto {
+		t.Fatalf("on %s admission.api=auto installs the stamps as %q, want %q", version, got, auto)
+	}
+	if values != nil {
+		objs, err = chart.RenderOn(version, served, "ptah", "ptah-system", values)
+		must(t, err)
+	}
+	if got := admissionPath(objs); got != "webhook" {
+		t.Fatalf("the chart installs the stamps as %q, want the webhook", got)
+	}
+	admin := newClient(t, api.Config)
+	for _, ns := range []string{"ptah-system", "tenant"} {
+		must(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	var args []string
+	for _, o := range objs {
+		eventually(t, "create "+o.GetKind()+" "+o.GetName(), func() error { return ignoreExists(admin.Create(ctx, o.DeepCopy())) })
+		if o.GetKind() == "Deployment" {
+			var d appsv1.Deployment
+			must(t, runtimeConvert(o, &d))
+			args = d.Spec.Template.Spec.Containers[0].Args
+		}
+	}
+	flag := func(name string) string {
+		for _, a := range args {
+			if v, ok := strings.CutPrefix(a, "--"+name+"="); ok {
+				return v
+			}
+		}
+		t.Fatalf("the chart's manager has no --%s: %v", name, args)
+		return ""
+	}
+	config, service, secret := flag("stamp-webhook-configuration"), flag("stamp-webhook-service"), flag("stamp-webhook-secret")
+
+	// The Service's endpoint is this process, on an address the API
+	// server accepts in an endpoint (not loopback).
+	host, port := hostAddress(t)
+	serveEndpoint(t, admin, "ptah-system", service, host, port)
+
+	// The manager as the chart's service account, with only its RBAC.
+	asManager := rest.CopyConfig(api.Config)
+	asManager.Impersonate = rest.ImpersonationConfig{UserName: manager, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:ptah-system"}}
+	start := func() (*stamp.Certificates, client.Client, func()) {
+		mgr, err := ctrl.NewManager(asManager, ctrl.Options{Scheme: newScheme(t), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+		must(t, err)
+		certs := &stamp.Certificates{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: "ptah-system", Secret: secret, Service: service, Config: config}
+		must(t, certs.Serve(mgr, host, port))
+		mctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(mctx) }()
+		stopped := false
+		stop := func() {
+			if !stopped {
+				stopped = true
+				cancel()
+				must(t, <-done)
+			}
+		}
+		t.Cleanup(stop)
+		return certs, mgr.GetClient(), stop
+	}
+	certs, managerClient, stop := start()
+
+	alice := impersonated(t, ctx, admin, api.Config, "alice", []string{"ptah-approvers"},
+		[]string{"ptahschemaapprovals", "ptahmigrationapprovals", "ptahmigrationrunacknowledgments"}, []string{"create", "get"})
+	op := strings.Repeat("0a", 8)
+	runner := recordWriterAs(t, ctx, admin, api.Config, "tenant", "ptah-op-"+op, "ptah-apply-shop-"+op+"-x7k2q")
+	stamped := func(what string) {
+		t.Helper()
+		eventually(t, what, func() error { return stampsHold(ctx, alice, runner, op) })
+	}
+	stamped("the webhook stamps every kind with the requester")
+
+	var s corev1.Secret
+	must(t, admin.Get(ctx, client.ObjectKey{Namespace: "ptah-system", Name: secret}, &s))
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	must(t, admin.Get(ctx, client.ObjectKey{Name: config}, &cfg))
+	if s.Type != corev1.SecretTypeTLS || len(cfg.Webhooks) == 0 || !bytes.Equal(cfg.Webhooks[0].ClientConfig.CABundle, s.Data["ca.crt"]) {
+		t.Fatalf("Secret %s (type %s) and the caBundle of %s do not hold the same CA", secret, s.Type, config)
+	}
+	leaf := parseCert(t, s.Data["tls.crt"])
+	if err := leaf.VerifyHostname(service + ".ptah-system.svc"); err != nil {
+		t.Errorf("the serving certificate does not name the Service: %v", err)
+	}
+
+	self := &controller.RecordAdmission{Client: managerClient, Reader: managerClient}
+	if p := self.Verify(ctx, "tenant"); p != "" {
+		t.Errorf("the manager's self-test says record admission is not enforcing: %s", p)
+	}
+
+	// No manager: nothing is admitted unstamped, and the self-test says so.
+	stop()
+	eventually(t, "every stamped kind refused while no manager serves", func() error {
+		for _, o := range stampable(op) {
+			c := alice
+			if _, ok := o.(*v1alpha1.PtahResultRecord); ok {
+				c = runner
+			}
+			if err := c.Create(ctx, o, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "stamp.operator.ptah.run") {
+				return fmt.Errorf("%T: %v, want a refusal naming the webhook", o, err)
+			}
+		}
+		return nil
+	})
+	if p := (&controller.RecordAdmission{Client: admin, Reader: admin}).Verify(ctx, "tenant"); p == "" {
+		t.Errorf("with no stamp webhook serving, the self-test says record admission is enforcing")
+	}
+
+	// Started again: the same certificate, and stamps again.
+	certs, _, _ = start()
+	stamped("a manager started again stamps")
+	var again corev1.Secret
+	must(t, admin.Get(ctx, client.ObjectKey{Namespace: "ptah-system", Name: secret}, &again))
+	if again.ResourceVersion != s.ResourceVersion {
+		t.Errorf("a manager started again rewrote Secret %s; it should serve the certificate there", secret)
+	}
+
+	// Renewal: a serving certificate with 65 days left is renewed from the
+	// same CA; a CA with half a year left is replaced, caBundle with it.
+	now := time.Now()
+	for _, tc := range []struct {
+		name   string
+		made   time.Time
+		sameCA bool
+	}{
+		{"serving certificate near its end", now.Add(-300 * 24 * time.Hour), true},
+		{"CA near its end", now.Add(-(10*365 - 180) * 24 * time.Hour), false},
+	} {
+		must(t, admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ptah-system", Name: secret}}))
+		must(t, certs.Ensure(ctx, tc.made))
+		var old corev1.Secret
+		must(t, admin.Get(ctx, client.ObjectKey{Namespace: "ptah-system", Name: secret}, &old))
+		must(t, certs.Ensure(ctx, now))
+		var renewed corev1.Secret
+		must(t, admin.Get(ctx, client.ObjectKey{Namespace: "ptah-system", Name: secret}, &renewed))
+		if bytes.Equal(old.Data["tls.crt"], renewed.Data["tls.crt"]) {
+			t.Errorf("%s: not renewed", tc.name)
+		}
+		if got := bytes.Equal(old.Data["ca.crt"], renewed.Data["ca.crt"]); got != tc.sameCA {
+			t.Errorf("%s: CA kept %t, want %t", tc.name, got, tc.sameCA)
+		}
+		if l := parseCert(t, renewed.Data["tls.crt"]); l.NotAfter.Before(now.Add(300 * 24 * time.Hour)) {
+			t.Errorf("%s: the renewed certificate ends %s", tc.name, l.NotAfter)
+		}
+		stamped(tc.name + ": stamps after the renewal")
+	}
+}
+
+// stampable is one object of each stamped kind, each with a forged stamp.
+func stampable(op string) []client.Object {
+	forged := forgedApprover()
+	three := int64(3)
+	sa := &v1alpha1.PtahSchemaApproval{Spec: v1alpha1.PtahSchemaApprovalSpec{SchemaName: "shop", PlanName: "shop-f1", PlanFingerprint: "f1"}, ApprovedBy: forged}
+	ma := &v1alpha1.PtahMigrationApproval{Spec: v1alpha1.PtahMigrationApprovalSpec{MigrationName: "shop", PlanName: "shop-f1", PlanFingerprint: "f1"}, ApprovedBy: forged}
+	ack := &v1alpha1.PtahMigrationRunAcknowledgment{
+		Spec:           v1alpha1.PtahMigrationRunAcknowledgmentSpec{MigrationName: "shop", Operation: "op-1", Outcome: v1alpha1.RunPartial, LastCommittedVersion: &three},
+		AcknowledgedBy: &v1alpha1.Acknowledger{Username: forged.Username, UID: forged.UID, Groups: forged.Groups},
+	}
+	rec := &v1alpha1.PtahResultRecord{
+		Spec: v1alpha1.PtahResultRecordSpec{
+			Subject:     v1alpha1.ResultSubject{Kind: v1alpha1.KindPtahSchema, Name: "shop"},
+			OperationID: op, Digest: digest,
+			Error: &v1alpha1.OperationError{Code: "probe", Message: "a dry run"},
+		},
+		CreatedBy: &v1alpha1.Creator{Username: "forged", UID: "forged", PodName: "forged", PodUID: "forged"},
+	}
+	objs := []client.Object{sa, ma, ack, rec}
+	for _, o := range objs {
+		o.SetNamespace("tenant")
+		o.SetName("shop-stamp-probe")
+	}
+	rec.Name = "ptah-apply-shop-" + op
+	return objs
+}
+
+// stampsHold creates each stampable kind (dry run) as its writer and
+// checks the stamp is exactly the writer as the API server knows it.
+func stampsHold(ctx context.Context, alice, runner client.Client, op string) error {
+	who := func(c client.Client) (authenticationv1.UserInfo, error) {
+		r := &authenticationv1.SelfSubjectReview{}
+		err := c.Create(ctx, r)
+		return r.Status.UserInfo, err
+	}
+	person, err := who(alice)
+	if err != nil {
+		return err
+	}
+	pod, err := who(runner)
+	if err != nil {
+		return err
+	}
+	for _, o := range stampable(op) {
+		c := alice
+		if _, ok := o.(*v1alpha1.PtahResultRecord); ok {
+			c = runner
+		}
+		if err := c.Create(ctx, o, client.DryRunAll); err != nil {
+			return fmt.Errorf("%T: %w", o, err)
+		}
+		var got, want any
+		switch o := o.(type) {
+		case *v1alpha1.PtahSchemaApproval:
+			got, want = *o.ApprovedBy, v1alpha1.Approver{Username: person.Username, UID: person.UID, Groups: person.Groups}
+		case *v1alpha1.PtahMigrationApproval:
+			got, want = *o.ApprovedBy, v1alpha1.Approver{Username: person.Username, UID: person.UID, Groups: person.Groups}
+		case *v1alpha1.PtahMigrationRunAcknowledgment:
+			got, want = *o.AcknowledgedBy, v1alpha1.Acknowledger{Username: person.Username, UID: person.UID, Groups: person.Groups}
+		case *v1alpha1.PtahResultRecord:
+			got, want = *o.CreatedBy, v1alpha1.Creator{Username: pod.Username, UID: pod.UID,
+				PodName: one(pod.Extra["authentication.kubernetes.io/pod-name"]), PodUID: one(pod.Extra["authentication.kubernetes.io/pod-uid"])}
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			return fmt.Errorf("%T stamped %+v, want %+v", o, got, want)
+		}
+	}
+	return nil
+}
+
+func one(v authenticationv1.ExtraValue) string {
+	if len(v) == 1 {
+		return v[0]
+	}
+	return ""
+}
+
+// recordWriterAs is a client acting as service account account of ns from
+// Pod pod (the extra fields a token bound to that Pod carries), allowed to
+// create result records and ask who it is.
+func recordWriterAs(t *testing.T, ctx context.Context, admin client.Client, cfg *rest.Config, ns, account, pod string) client.Client {
+	t.Helper()
+	user := "system:serviceaccount:" + ns + ":" + account
+	role := &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"ptahresultrecords"}, Verbs: []string{"create"}}}}
+	role.Name = "record-writer-" + account
+	binding := &rbacv1.ClusterRoleBinding{
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account, Namespace: ns}},
+	}
+	binding.Name = role.Name
+	must(t, admin.Create(ctx, role))
+	must(t, admin.Create(ctx, binding))
+	as := rest.CopyConfig(cfg)
+	as.Impersonate = rest.ImpersonationConfig{UserName: user, UID: "uid-" + account,
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
+		Extra: map[string][]string{
+			"authentication.kubernetes.io/pod-name": {pod},
+			"authentication.kubernetes.io/pod-uid":  {"uid-" + pod},
+		}}
+	return newClient(t, as)
+}
+
+// admissionPath says how rendered objects install the stamps.
+func admissionPath(objs []*unstructured.Unstructured) string {
+	for _, o := range objs {
+		switch {
+		case o.GetKind() == "MutatingWebhookConfiguration":
+			return "webhook"
+		case o.GetKind() == "MutatingAdmissionPolicy":
+			return strings.TrimPrefix(o.GetAPIVersion(), "admissionregistration.k8s.io/")
+		}
+	}
+	return "none"
+}
+
+// servedAPIVersions lists what discovery serves as Helm's capabilities do:
+// "group/version" and "group/version/Kind".
+func servedAPIVersions(t *testing.T, dc discovery.DiscoveryInterface) []string {
+	t.Helper()
+	_, lists, err := dc.ServerGroupsAndResources()
+	must(t, err)
+	var out []string
+	for _, l := range lists {
+		out = append(out, l.GroupVersion)
+		for _, r := range l.APIResources {
+			if !strings.Contains(r.Name, "/") {
+				out = append(out, l.GroupVersion+"/"+r.Kind)
+			}
+		}
+	}
+	return out
+}
+
+// hostAddress is a non-loopback address of this machine and a free port on it.
+func hostAddress(t *testing.T) (string, int) {
+	t.Helper()
+	addrs, err := net.InterfaceAddrs()
+	must(t, err)
+	for _, a := range addrs {
+		ip, ok := a.(*net.IPNet)
+		if !ok || ip.IP.To4() == nil || ip.IP.IsLoopback() || ip.IP.IsLinkLocalUnicast() {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip.IP.String(), "0"))
+		if err != nil {
+			continue
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		must(t, l.Close())
+		return ip.IP.String(), port
+	}
+	t.Fatal("no non-loopback IPv4 address to serve the webhook on")
+	return "", 0
+}
+
+// serveEndpoint points Service name at host:port, as the endpoint
+// controllers would for a ready Pod (both kinds: 1.33 resolves a webhook
+// Service through Endpoints, 1.37 through EndpointSlices).
+func serveEndpoint(t *testing.T, c client.Client, ns, name, host string, port int) {
+	t.Helper()
+	ctx := context.Background()
+	var svc corev1.Service
+	must(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &svc))
+	portName := svc.Spec.Ports[0].Name
+	must(t, c.Create(ctx, &corev1.Endpoints{ // what 1.33 resolves a Service by
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Subsets: []corev1.EndpointSubset{{
+			Addresses: []corev1.EndpointAddress{{IP: host}},
+			Ports:     []corev1.EndpointPort{{Name: portName, Port: int32(port)}},
+		}},
+	}))
+	must(t, c.Create(ctx, &discoveryv1.EndpointSlice{
+		ObjectMeta:  metav1.ObjectMeta{Namespace: ns, Name: name + "-" + strconv.Itoa(port), Labels: map[string]string{discoveryv1.LabelServiceName: name}},
+		AddressType: discoveryv1.AddressTypeIPv4,
+		Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To(portName), Port: ptr.To(int32(port))}},
+	}))
+}
+
+func parseCert(t *testing.T, data []byte) *x509.Certificate {
+	t.Helper()
+	b, _ := pem.Decode(data)
+	if b == nil {
+		t.Fatal("no PEM certificate")
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	must(t, err)
+	return c
+}
+
+func ignoreExists(err error) error {
+	if err != nil && strings.Contains(err.Error(), "already exists") {
+		return nil
+	}
+	return err
+}
+
+func runtimeConvert(u *unstructured.Unstructured, into any) error {
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
