@@ -94,7 +94,10 @@ const DefaultAdmissionCheckInterval = 2 * time.Minute
 
 // The admission objects the self-test looks for, as operator/config/admission names them.
 const (
-	stampPolicy   = "ptah-record-stamp"
+	stampPolicy = "ptah-record-stamp"
+	// stampWebhook is the chart's MutatingWebhookConfiguration that stands
+	// in for the stamp policies where the cluster serves none.
+	stampWebhook  = "ptah-stamp"
 	creatorPolicy = "ptah-record-creator"
 	// creatorStampCheck is the message of ptah-record-creator's first
 	// validation, the one that refuses a createdBy the stamp did not write.
@@ -328,29 +331,9 @@ func (a *RecordAdmission) inspect(ctx context.Context, ns string, creator bool) 
 	if ns == "" {
 		in = "a team namespace"
 	}
-	var found []string
-	var policy admissionregistrationv1.MutatingAdmissionPolicy
-	switch err := a.Reader.Get(ctx, types.NamespacedName{Name: stampPolicy}, &policy); {
-	case apierrors.IsNotFound(err):
-		found = append(found, fmt.Sprintf("MutatingAdmissionPolicy %s does not exist", stampPolicy))
-	case err != nil:
-		return nil, fmt.Errorf("read MutatingAdmissionPolicy %s: %w", stampPolicy, err)
-	default:
-		found = append(found, policyFlaws("MutatingAdmissionPolicy", stampPolicy, policy.Spec.FailurePolicy, len(policy.Spec.MatchConditions))...)
-	}
-	var bindings admissionregistrationv1.MutatingAdmissionPolicyBindingList
-	if err := a.Reader.List(ctx, &bindings); err != nil {
-		return nil, fmt.Errorf("list MutatingAdmissionPolicyBindings: %w", err)
-	}
-	var matches []*admissionregistrationv1.MatchResources
-	for _, b := range bindings.Items {
-		if b.Spec.PolicyName == stampPolicy {
-			matches = append(matches, b.Spec.MatchResources)
-			found = append(found, bindingFlaws("MutatingAdmissionPolicyBinding", b.Name, b.Spec.MatchResources, in)...)
-		}
-	}
-	if len(matches) == 0 {
-		found = append(found, fmt.Sprintf("no MutatingAdmissionPolicyBinding binds %s (its binding %s is missing)", stampPolicy, stampPolicy))
+	found, err := a.stampFlaws(ctx, in)
+	if err != nil {
+		return nil, err
 	}
 	if !creator {
 		return found, nil
@@ -383,6 +366,80 @@ func (a *RecordAdmission) inspect(ctx context.Context, ns string, creator bool) 
 		found = append(found, fmt.Sprintf("no ValidatingAdmissionPolicyBinding binds %s (its binding %s is missing)", creatorPolicy, creatorPolicy))
 	}
 	return found, nil
+}
+
+// stampFlaws says what keeps the record stamp from acting in: the
+// MutatingAdmissionPolicy and its bindings where the cluster serves the
+// kind and the policy exists, else the stamp webhook's configuration (the
+// chart's admission.api=webhook, for clusters that serve no policy).
+func (a *RecordAdmission) stampFlaws(ctx context.Context, in string) ([]string, error) {
+	var policy admissionregistrationv1.MutatingAdmissionPolicy
+	err := a.Reader.Get(ctx, types.NamespacedName{Name: stampPolicy}, &policy)
+	served := !meta.IsNoMatchError(err)
+	switch {
+	case err == nil:
+	case apierrors.IsNotFound(err) || !served:
+		found, hook, werr := a.webhookFlaws(ctx, in)
+		if werr != nil || hook {
+			return found, werr
+		}
+		if !served {
+			return []string{fmt.Sprintf("this cluster serves no MutatingAdmissionPolicy v1, and MutatingWebhookConfiguration %s, the stamp webhook that stands in for %s there, does not exist (the chart installs it with admission.api=webhook, which auto chooses on such a cluster)", stampWebhook, stampPolicy)}, nil
+		}
+		return []string{fmt.Sprintf("MutatingAdmissionPolicy %s does not exist", stampPolicy)}, nil
+	default:
+		return nil, fmt.Errorf("read MutatingAdmissionPolicy %s: %w", stampPolicy, err)
+	}
+	found := policyFlaws("MutatingAdmissionPolicy", stampPolicy, policy.Spec.FailurePolicy, len(policy.Spec.MatchConditions))
+	var bindings admissionregistrationv1.MutatingAdmissionPolicyBindingList
+	if err := a.Reader.List(ctx, &bindings); err != nil {
+		return nil, fmt.Errorf("list MutatingAdmissionPolicyBindings: %w", err)
+	}
+	var matches []*admissionregistrationv1.MatchResources
+	for _, b := range bindings.Items {
+		if b.Spec.PolicyName == stampPolicy {
+			matches = append(matches, b.Spec.MatchResources)
+			found = append(found, bindingFlaws("MutatingAdmissionPolicyBinding", b.Name, b.Spec.MatchResources, in)...)
+		}
+	}
+	if len(matches) == 0 {
+		found = append(found, fmt.Sprintf("no MutatingAdmissionPolicyBinding binds %s (its binding %s is missing)", stampPolicy, stampPolicy))
+	}
+	return found, nil
+}
+
+// webhookFlaws says what keeps the stamp webhook from stamping result
+// records in; hook reports whether its configuration exists.
+func (a *RecordAdmission) webhookFlaws(ctx context.Context, in string) (found []string, hook bool, err error) {
+	var cfg admissionregistrationv1.MutatingWebhookConfiguration
+	switch err := a.Reader.Get(ctx, types.NamespacedName{Name: stampWebhook}, &cfg); {
+	case apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, fmt.Errorf("read MutatingWebhookConfiguration %s: %w", stampWebhook, err)
+	}
+	name := "MutatingWebhookConfiguration " + stampWebhook
+	covers := false
+	for _, w := range cfg.Webhooks {
+		for _, r := range w.Rules {
+			if slices.Contains(r.APIGroups, v1alpha1.GroupVersion.Group) && slices.Contains(r.Resources, "ptahresultrecords") &&
+				(slices.Contains(r.Operations, admissionregistrationv1.Create) || slices.Contains(r.Operations, admissionregistrationv1.OperationAll)) {
+				covers = true
+			}
+		}
+		found = append(found, policyFlaws(name+" webhook", w.Name, w.FailurePolicy, len(w.MatchConditions))...)
+		if len(w.ClientConfig.CABundle) == 0 {
+			found = append(found, fmt.Sprintf("%s webhook %s has no caBundle: the manager that serves it puts its CA there when it starts (is a manager of the release running with --stamp-webhook-configuration=%s?)", name, w.Name, stampWebhook))
+		}
+		found = append(found, bindingFlaws(name+" webhook", w.Name, &admissionregistrationv1.MatchResources{NamespaceSelector: w.NamespaceSelector, ObjectSelector: w.ObjectSelector}, in)...)
+	}
+	if !covers {
+		found = append(found, fmt.Sprintf("%s has no rule for the CREATE of ptahresultrecords", name))
+	}
+	if len(found) == 0 {
+		found = append(found, fmt.Sprintf("%s looks in place: are the manager's Pods that serve it ready, and does its Service reach them?", name))
+	}
+	return found, true, nil
 }
 
 func policyFlaws(kind, name string, failure *admissionregistrationv1.FailurePolicyType, conditions int) []string {

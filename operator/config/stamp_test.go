@@ -132,7 +132,7 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 	// The manager as the chart's service account, with only its RBAC.
 	asManager := rest.CopyConfig(api.Config)
 	asManager.Impersonate = rest.ImpersonationConfig{UserName: manager, Groups: []string{"system:serviceaccounts", "system:serviceaccounts:ptah-system"}}
-	start := func() (*stamp.Certificates, client.Client, func()) {
+	start := func() (*stamp.Certificates, *controller.RecordAdmission, func()) {
 		mgr, err := ctrl.NewManager(asManager, ctrl.Options{Scheme: newScheme(t), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 		must(t, err)
 		certs := &stamp.Certificates{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Namespace: "ptah-system", Secret: secret, Service: service, Config: config}
@@ -149,9 +149,9 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 			}
 		}
 		t.Cleanup(stop)
-		return certs, mgr.GetClient(), stop
+		return certs, controller.NewRecordAdmission(mgr, time.Minute), stop
 	}
-	certs, managerClient, stop := start()
+	certs, self, stop := start()
 
 	alice := impersonated(t, ctx, admin, api.Config, "alice", []string{"ptah-approvers"},
 		[]string{"ptahschemaapprovals", "ptahmigrationapprovals", "ptahmigrationrunacknowledgments"}, []string{"create", "get"})
@@ -175,7 +175,6 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 		t.Errorf("the serving certificate does not name the Service: %v", err)
 	}
 
-	self := &controller.RecordAdmission{Client: managerClient, Reader: managerClient}
 	if p := self.Verify(ctx, "tenant"); p != "" {
 		t.Errorf("the manager's self-test says record admission is not enforcing: %s", p)
 	}
@@ -199,7 +198,7 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 	}
 
 	// Started again: the same certificate, and stamps again.
-	certs, _, _ = start()
+	certs, self, _ = start()
 	stamped("a manager started again stamps")
 	var again corev1.Secret
 	must(t, admin.Get(ctx, client.ObjectKey{Namespace: "ptah-system", Name: secret}, &again))
@@ -236,6 +235,19 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 		}
 		stamped(tc.name + ": stamps after the renewal")
 	}
+
+	// The webhook's configuration gone: the self-test names what is missing.
+	must(t, admin.Delete(ctx, &cfg))
+	want := "MutatingAdmissionPolicy ptah-record-stamp does not exist"
+	if auto == "webhook" {
+		want = "this cluster serves no MutatingAdmissionPolicy v1, and MutatingWebhookConfiguration " + config + ", the stamp webhook"
+	}
+	eventually(t, "the self-test names the missing stamp", func() error {
+		if p := self.Verify(ctx, "tenant"); !strings.Contains(p, want) {
+			return fmt.Errorf("the self-test says %q, want it to say %q", p, want)
+		}
+		return nil
+	})
 }
 
 // stampable is one object of each stamped kind, each with a forged stamp.
