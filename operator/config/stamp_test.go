@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
+	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -24,10 +28,12 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"pgregory.net/rapid"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"ptah.run/operator/internal/controller"
 	"ptah.run/operator/internal/stamp"
@@ -456,4 +462,141 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestStampWebhookAgreesWithThePolicies: for generated identities (users,
+// UIDs, groups, and service accounts whose tokens name no Pod, one or two),
+// the webhook's stamp, applied to a forged object, is what the shipped
+// MutatingAdmissionPolicies stamp on a real API server: the policies are
+// the oracle, the requester as SelfSubjectReview names it the input.
+// TestStampWebhook shows the validating policies admit what it stamps.
+func TestStampWebhookAgreesWithThePolicies(t *testing.T) {
+	t.Parallel()
+	testenv.RapidChecks(t, 40)
+	api := testenv.StartAPIServer(t, testenv.WithCRDs("crd/bases"))
+	admin := newClient(t, api.Config)
+	ctx := context.Background()
+	must(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant"}}))
+	// The stamps only: the validating policies would refuse the records of
+	// identities no operation has (no Pod, or two), whose stamps must agree too.
+	for _, f := range []string{"approval-stamp", "acknowledgment-stamp", "record-stamp"} {
+		createFile(t, admin, "admission/"+f+".yaml")
+	}
+	role := &rbacv1.ClusterRole{Rules: []rbacv1.PolicyRule{{APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: stamp.Resources(), Verbs: []string{"create"}}}}
+	role.Name = "stampers"
+	binding := &rbacv1.ClusterRoleBinding{
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.GroupKind, Name: "stampers"}},
+	}
+	binding.Name = role.Name
+	must(t, admin.Create(ctx, role))
+	must(t, admin.Create(ctx, binding))
+	op := strings.Repeat("0b", 8)
+	record := "ptah-apply-shop-" + op
+	admitted := map[string]int{}
+	eventually(t, "the policies stamp", func() error {
+		a := stampable(op)[0]
+		if err := admin.Create(ctx, a, client.DryRunAll); err != nil {
+			return err
+		}
+		return nil
+	})
+
+	rapid.Check(t, func(rt *rapid.T) {
+		imp := rest.ImpersonationConfig{
+			UID:    rapid.SampledFrom([]string{"", "uid-" + rapid.StringMatching(`[a-z0-9]{1,12}`).Draw(rt, "uid")}).Draw(rt, "uidOrNone"),
+			Groups: append(rapid.SliceOfN(rapid.StringMatching(`[a-z][a-z0-9:-]{0,15}`), 0, 3).Draw(rt, "groups"), "stampers"),
+		}
+		if rapid.Bool().Draw(rt, "serviceAccount") {
+			imp.UserName = "system:serviceaccount:tenant:" + rapid.SampledFrom([]string{"ptah-op-" + op, "runner", "ptah-op-" + strings.Repeat("0c", 8)}).Draw(rt, "account")
+			imp.Extra = map[string][]string{}
+			for _, key := range []string{"authentication.kubernetes.io/pod-name", "authentication.kubernetes.io/pod-uid"} {
+				n := rapid.SampledFrom([]int{1, 1, 1, 0, 2}).Draw(rt, "values of "+key)
+				for i := range n {
+					imp.Extra[key] = append(imp.Extra[key], record+"-"+rapid.StringMatching(`[a-z0-9]{5}`).Draw(rt, fmt.Sprintf("%s %d", key, i)))
+				}
+			}
+		} else {
+			imp.UserName = rapid.StringMatching(`[a-z][a-z0-9@._-]{0,20}`).Draw(rt, "user")
+		}
+		if imp.UID != "" && imp.UserName == "" {
+			return
+		}
+		cfg := rest.CopyConfig(api.Config)
+		cfg.Impersonate = imp
+		c := newClient(t, cfg)
+		review := &authenticationv1.SelfSubjectReview{}
+		if err := c.Create(ctx, review); err != nil {
+			rt.Fatalf("who is %+v: %v", imp, err)
+		}
+		for _, o := range stampable(op) {
+			o.SetName(strings.Replace(o.GetName(), "shop-stamp-probe", "shop-agree", 1))
+			forged, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+			must(t, err)
+			err = c.Create(ctx, o, client.DryRunAll)
+			field := stampField(o)
+			if err != nil {
+				rt.Fatalf("%T as %+v: %v", o, imp, err)
+			}
+			admitted[field]++
+			got := webhookStamp(rt, o, forged, review.Status.UserInfo)
+			fromPolicy, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+			must(t, err)
+			if want := fromPolicy[field]; fmt.Sprint(got) != fmt.Sprint(want) {
+				rt.Fatalf("%T as %+v: the webhook stamps %v, the policy %v", o, review.Status.UserInfo, got, want)
+			}
+		}
+	})
+	for _, f := range []string{"approvedBy", "acknowledgedBy", "createdBy"} {
+		if admitted[f] == 0 {
+			t.Errorf("no generated %s stamp was admitted, so none was compared", f)
+		}
+	}
+	t.Logf("stamps compared: %v", admitted)
+}
+
+func stampField(o client.Object) string {
+	switch o.(type) {
+	case *v1alpha1.PtahResultRecord:
+		return "createdBy"
+	case *v1alpha1.PtahMigrationRunAcknowledgment:
+		return "acknowledgedBy"
+	}
+	return "approvedBy"
+}
+
+// webhookStamp asks the webhook, in process, to stamp forged (the object o
+// as its client wrote it) for user, applies its patch, and returns the field.
+func webhookStamp(rt *rapid.T, o client.Object, forged map[string]any, user authenticationv1.UserInfo) any {
+	raw, err := json.Marshal(forged)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+		UID: "agree", Operation: admissionv1.Create, UserInfo: user,
+		Resource: metav1.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version,
+			Resource: strings.ToLower(reflect.TypeOf(o).Elem().Name()) + "s"},
+		Object: runtime.RawExtension{Raw: raw},
+	}}
+	resp := stamp.Webhook{}.Handle(context.Background(), req)
+	if !resp.Allowed {
+		rt.Fatalf("the webhook refused %s: %v", req.Resource.Resource, resp.Result)
+	}
+	ops, err := json.Marshal(resp.Patches)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	patch, err := jsonpatch.DecodePatch(ops)
+	if err != nil {
+		rt.Fatal(err)
+	}
+	patched, err := patch.Apply(raw)
+	if err != nil {
+		rt.Fatalf("the webhook's patch %s does not apply: %v", ops, err)
+	}
+	var out map[string]any
+	if err := json.Unmarshal(patched, &out); err != nil {
+		rt.Fatal(err)
+	}
+	return out[stampField(o)]
 }
