@@ -178,6 +178,13 @@ demo-down:
 lab-e2e: images
 	PTAH_LAB_E2E=1 $(GO) test -count=1 -timeout 90m -run TestLabUpAndDown -v ./demo/lab/
 
+## compat: the lab on the oldest supported Kubernetes ($(OLDEST_KUBERNETES_VERSION)): up beside any other, the operator
+## from its OCI chart, the storefront converged through real Jobs, the README's quick start, down (root and Docker;
+## the first run builds that release's node image, about 30 minutes)
+.PHONY: compat
+compat: images
+	PTAH_LAB_COMPAT=1 $(GO) test -count=1 -timeout 120m -run TestLabCompat -v ./demo/lab/
+
 ## faults: the fault table on a lab brought up beside any other and taken down (root and Docker): each fault
 ## landed in a phase of a PtahSchema, the invariants read from PostgreSQL and the cluster, the summary printed
 ## (FAULTS_ONLY=regex runs some rows; PTAH_LAB_FAULTS_REUSE=1 runs on the lab of make demo-up and leaves it up)

@@ -51,20 +51,24 @@ type Lab struct {
 	Cache string
 	// Stdout receives a verb's result (a digest, credentials, psql output).
 	Stdout io.Writer
-	r      *run.Runner
-	d      docker.Docker
+	// Kubernetes is the release the cluster's node runs (KubernetesVersion
+	// unless WithKubernetes says otherwise).
+	Kubernetes string
+	r          *run.Runner
+	d          docker.Docker
 }
 
 // New returns the lab of the repository at root; progress goes to log.
 func New(root string, stdout, log io.Writer) *Lab {
 	r := &run.Runner{Log: log}
 	l := &Lab{
-		Root:   root,
-		Dir:    filepath.Join(root, "demo", ".lab"),
-		Cache:  DefaultCache(),
-		Stdout: stdout,
-		r:      r,
-		d:      docker.Docker{R: r},
+		Root:       root,
+		Dir:        filepath.Join(root, "demo", ".lab"),
+		Cache:      DefaultCache(),
+		Stdout:     stdout,
+		Kubernetes: KubernetesVersion,
+		r:          r,
+		d:          docker.Docker{R: r},
 	}
 	// Everything the lab and the scenarios run finds the lab's kubectl first.
 	r.Path = l.binDir()
@@ -76,6 +80,14 @@ func New(root string, stdout, log io.Writer) *Lab {
 func (l *Lab) WithDir(dir string) *Lab {
 	l.Dir = dir
 	l.r.Path = l.binDir()
+	return l
+}
+
+// WithKubernetes runs the cluster on release v (a k8s.io/kubernetes
+// version): the node image, kubectl and the envtest-style builds follow it.
+// The compatibility check brings a lab up on the oldest supported release.
+func (l *Lab) WithKubernetes(v string) *Lab {
+	l.Kubernetes = v
 	return l
 }
 
@@ -108,7 +120,7 @@ func (l *Lab) OperatorImagesDir() string { return filepath.Join(l.Root, "demo", 
 func (l *Lab) builder() *images.Builder {
 	return &images.Builder{
 		R: l.r, D: l.d, Cache: l.Cache, RepoRoot: l.Root,
-		KubernetesVersion: KubernetesVersion, KindVersion: KindVersion,
+		KubernetesVersion: l.Kubernetes, KindVersion: KindVersion,
 		// Offline, a pull fails at once (no DNS); online, a node image takes minutes.
 		PullTimeout: 10 * time.Minute,
 	}

@@ -70,7 +70,7 @@ func (l *Lab) Up(ctx context.Context) error {
 		fn   func(context.Context, *state, *created) (string, error)
 	}{
 		{"images", l.upImages},
-		{"kubectl " + KubernetesVersion + " and kind " + KindVersion, l.upTools},
+		{"kubectl " + l.Kubernetes + " and kind " + KindVersion, l.upTools},
 		{"kind cluster", l.upCluster},
 		{"registry", l.upRegistry},
 		{"postgres", l.upPostgres},
@@ -419,7 +419,7 @@ func (l *Lab) upEnvironment(ctx context.Context, s *state, _ *created) (string, 
 	e.set("PTAH_LAB_SCENARIOS", filepath.Join(l.Root, "demo", "bin", "lab"))
 	e.set("PTAH_LAB_RUN_ID", s.runID)
 	e.set("PTAH_LAB_CLUSTER", s.cluster)
-	e.set("PTAH_LAB_KUBERNETES", KubernetesVersion)
+	e.set("PTAH_LAB_KUBERNETES", l.Kubernetes)
 	e.set("PTAH_LAB_KIND", KindVersion)
 	// The images' own record wins: the tree may have moved on since `make images`.
 	e.set("PTAH_LAB_OPERATOR_COMMIT", l.commit(ctx))
