@@ -83,7 +83,9 @@ $(HELM):
 .PHONY: chart
 chart: $(HELM)
 	$(HELM) lint --strict $(CHART) --kube-version $(KUBERNETES_VERSION)
+	$(HELM) lint --strict $(CHART) --kube-version $(OLDEST_KUBERNETES_VERSION)
 	$(HELM) template ptah $(CHART) --namespace ptah-system --kube-version $(KUBERNETES_VERSION) > /dev/null
+	$(HELM) template ptah $(CHART) --namespace ptah-system --kube-version $(OLDEST_KUBERNETES_VERSION) | grep -q '^kind: MutatingWebhookConfiguration'
 	@out=$$(mktemp -d) && $(HELM) package $(CHART) -d $$out && rm -rf $$out
 
 ## scenarios: every scenario file loads (format, refusals, environment names), the census and

@@ -236,8 +236,8 @@ func TestChartKeepsCRDs(t *testing.T) {
 // only as v1beta1 (Kubernetes 1.34 and 1.35 with it enabled), the chart
 // installs the stamps as v1beta1, and a real API server serving v1beta1
 // stamps a forged approver with the requesting user as the v1 policies do.
-// Where neither version is served the chart refuses to install, naming the
-// way out.
+// Where neither version is served the chart installs the manager's stamp
+// webhook instead.
 func TestChartAdmissionOnV1beta1(t *testing.T) {
 	t.Parallel()
 	const beta = "admissionregistration.k8s.io/v1beta1"
@@ -257,8 +257,9 @@ func TestChartAdmissionOnV1beta1(t *testing.T) {
 	if n != 6 {
 		t.Fatalf("the chart installs %d MutatingAdmissionPolicies and bindings, want 6", n)
 	}
-	if _, err := chart.RenderOn("v1.35.0", []string{"v1/Pod"}, "ptah", "ptah-system", nil); err == nil || !strings.Contains(err.Error(), "admission.install=false") {
-		t.Errorf("a cluster serving no MutatingAdmissionPolicy: want a refusal naming admission.install=false, got %v", err)
+	// Served neither: the manager's webhook (TestStampWebhook installs it).
+	if plain, err := chart.RenderOn("v1.35.0", []string{"v1/Pod"}, "ptah", "ptah-system", nil); err != nil || admissionPath(plain) != "webhook" {
+		t.Errorf("a cluster serving no MutatingAdmissionPolicy: the stamps install as %q (%v), want the webhook", admissionPath(plain), err)
 	}
 
 	api := testenv.StartAPIServer(t, func(e *envtest.Environment) {
