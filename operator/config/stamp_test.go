@@ -58,8 +58,9 @@ import (
 //   - the manager's record admission self-test finds admission enforcing;
 //   - with no manager serving, every stamped kind is refused (fail closed)
 //     and the self-test says admission is not shown to be enforcing;
-//   - a manager started again serves the same certificate, and a serving
-//     certificate or CA near its end is renewed without a refusal after.
+//   - a manager started again serves the same certificate, a serving
+//     certificate or CA near its end is renewed without a refusal after,
+//     and two replicas making it at once serve one certificate.
 func TestStampWebhook(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -241,6 +242,26 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 		}
 		stamped(tc.name + ": stamps after the renewal")
 	}
+
+	// Two replicas starting where there is no Secret: one certificate,
+	// served by both.
+	must(t, admin.Delete(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ptah-system", Name: secret}}))
+	replica := newClient(t, asManager)
+	other := &stamp.Certificates{Client: replica, Reader: replica, Namespace: "ptah-system", Secret: secret, Service: service, Config: config}
+	errs := make(chan error, 2)
+	for _, c := range []*stamp.Certificates{certs, other} {
+		go func() { errs <- c.Ensure(ctx, now) }()
+	}
+	must(t, <-errs)
+	must(t, <-errs)
+	mine, err := certs.GetCertificate(nil)
+	must(t, err)
+	theirs, err := other.GetCertificate(nil)
+	must(t, err)
+	if !bytes.Equal(mine.Certificate[0], theirs.Certificate[0]) {
+		t.Errorf("two replicas starting together serve different certificates")
+	}
+	stamped("stamps after two replicas made the certificate at once")
 
 	// The webhook's configuration gone: the self-test names what is missing.
 	must(t, admin.Delete(ctx, &cfg))
