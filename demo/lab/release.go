@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"helm.sh/helm/v3/pkg/action"
+	helmchart "helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/cli"
 	"helm.sh/helm/v3/pkg/registry"
@@ -74,14 +75,22 @@ func (l *Lab) publish(ctx context.Context, s *state, registryPort string) (*labR
 		fmt.Fprintln(h, f.Name, len(f.Data))
 		h.Write(f.Data)
 	}
+	return l.publishRelease(ctx, s, registryPort, "0.0.0-lab."+hex.EncodeToString(h.Sum(nil))[:12], imgs, nil)
+}
+
+// publishRelease publishes imgs (by repository) and c (nil: this tree's
+// chart) to the lab's registry as release version, unless the registry
+// holds it already, and puts the images into the node's containerd under
+// their release names.
+func (l *Lab) publishRelease(ctx context.Context, s *state, registryPort, version string, imgs map[string]v1.Image, c *helmchart.Chart) (*labRelease, error) {
 	r := &labRelease{
-		Version:  "0.0.0-lab." + hex.EncodeToString(h.Sum(nil))[:12],
+		Version:  version,
 		Registry: "127.0.0.1:" + registryPort,
 		Password: s.creds.Registry,
 	}
 	reg := r.Registry + "/" + releasePath
 	r.Chart = chartRef(r.Registry)
-	_, err = ptahrelease.Run(ctx, ptahrelease.Options{Version: r.Version, Registry: reg, PlainHTTP: true, Username: registryUser, Password: r.Password},
+	_, err := ptahrelease.Run(ctx, ptahrelease.Options{Version: r.Version, Registry: reg, PlainHTTP: true, Username: registryUser, Password: r.Password, Chart: c},
 		ptahrelease.Images{Manager: imgs["ptah-manager"], Executor: imgs["ptah-executor"]})
 	if err != nil && !errors.Is(err, ptahrelease.ErrReleased) {
 		return nil, err

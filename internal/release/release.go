@@ -40,6 +40,9 @@ type Options struct {
 	PlainHTTP bool
 	// Username and Password authenticate to the registry, if set.
 	Username, Password string
+	// Chart is the chart to publish; nil publishes this tree's (an upgrade
+	// check publishes an older tree's).
+	Chart *helmchart.Chart
 }
 
 // Images are the two images a release publishes.
@@ -160,9 +163,11 @@ func Run(ctx context.Context, o Options, imgs Images) (*Published, error) {
 		}
 	}
 
-	c, err := chart.Load()
-	if err != nil {
-		return nil, err
+	c := o.Chart
+	if c == nil {
+		if c, err = chart.Load(); err != nil {
+			return nil, err
+		}
 	}
 	c.Metadata.Version, c.Metadata.AppVersion = o.Version, o.Version
 	// The published chart installs the published images: the tags default
