@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -170,27 +171,34 @@ func (c *Certificates) dnsNames() []string {
 	return []string{c.Service, c.Service + "." + c.Namespace, c.Service + "." + c.Namespace + ".svc", c.Service + "." + c.Namespace + ".svc.cluster.local"}
 }
 
-// publishCA puts caPEM into every webhook of the configuration that lacks it.
+// publishCA puts caPEM into every webhook of the configuration that lacks
+// it; another replica writing the same at once is read again, not fought.
 func (c *Certificates) publishCA(ctx context.Context, caPEM []byte) error {
-	var cfg admissionregistrationv1.MutatingWebhookConfiguration
-	if err := c.Reader.Get(ctx, types.NamespacedName{Name: c.Config}, &cfg); err != nil {
-		return fmt.Errorf("read MutatingWebhookConfiguration %s to put the stamp webhook's CA in it: %w (the chart installs it with admission.api=webhook; the manager needs get and update on it)", c.Config, err)
-	}
-	before := cfg.DeepCopy()
 	changed := false
-	for i := range cfg.Webhooks {
-		if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, caPEM) {
-			cfg.Webhooks[i].ClientConfig.CABundle = caPEM
-			changed = true
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var cfg admissionregistrationv1.MutatingWebhookConfiguration
+		if err := c.Reader.Get(ctx, types.NamespacedName{Name: c.Config}, &cfg); err != nil {
+			return fmt.Errorf("read MutatingWebhookConfiguration %s to put the stamp webhook's CA in it: %w (the chart installs it with admission.api=webhook; the manager needs get and patch on it)", c.Config, err)
 		}
-	}
-	if !changed {
-		return nil
-	}
-	if err := c.Client.Patch(ctx, &cfg, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		before := cfg.DeepCopy()
+		changed = false
+		for i := range cfg.Webhooks {
+			if !bytes.Equal(cfg.Webhooks[i].ClientConfig.CABundle, caPEM) {
+				cfg.Webhooks[i].ClientConfig.CABundle = caPEM
+				changed = true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return c.Client.Patch(ctx, &cfg, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
+	})
+	if err != nil {
 		return fmt.Errorf("put the stamp webhook's CA into MutatingWebhookConfiguration %s: %w", c.Config, err)
 	}
-	log.FromContext(ctx).Info("put the stamp webhook's CA into its configuration", "mutatingWebhookConfiguration", c.Config)
+	if changed {
+		log.FromContext(ctx).Info("put the stamp webhook's CA into its configuration", "mutatingWebhookConfiguration", c.Config)
+	}
 	return nil
 }
 
