@@ -182,7 +182,7 @@ lab-e2e: images
 
 ## compat: the lab on the oldest supported Kubernetes ($(OLDEST_KUBERNETES_VERSION)): up beside any other, the operator
 ## from its OCI chart, the storefront converged through real Jobs, the README's quick start, down (root and Docker;
-## the first run builds that release's node image, about 30 minutes)
+## the first run builds that release's node image: 11 minutes up, 12 in all, measured cold on 2 cores)
 .PHONY: compat
 compat: images
 	PTAH_LAB_COMPAT=1 $(GO) test -count=1 -timeout 120m -run TestLabCompat -v ./demo/lab/
