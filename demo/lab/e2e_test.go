@@ -149,6 +149,9 @@ func TestLabUpAndDown(t *testing.T) {
 	start = time.Now()
 	readmeQuickStart(t, l, ctx)
 	t.Logf("README.md's quick start: %s", time.Since(start).Round(time.Second))
+	start = time.Now()
+	upgradeFromRelease(t, l, ctx)
+	t.Logf("upgrade from release N: %s", time.Since(start).Round(time.Second))
 	published := map[string]string{}
 	for what, args := range map[string][]string{
 		"the schema's status": {"-n", Namespace, "get", "ptahschema", "storefront", "-o", "jsonpath={.status}"},

@@ -23,7 +23,7 @@ import (
 // passed, older than the tree (its manager, executor and chart differ from
 // this tree's). Move it forward when the release a user could have
 // installed moves.
-const upgradeFrom = "469671722c2f3e4c00c62046e2e4a3d741bb1b5d"
+const upgradeFrom = "4696717d841354c8dfffbfecb00cc0d763026b31"
 
 // TestUpgrade runs upgradeFromRelease on the lab that is up (make demo-up);
 // TestLabUpAndDown runs it on its own lab.
@@ -38,8 +38,8 @@ func TestUpgrade(t *testing.T) {
 // `helm upgrade` to this tree's release, as a user upgrades. Nothing
 // applies again (no Apply Job is started after the upgrade, the applied
 // state is the same), no plan is lost, InSync stays True through the
-// upgrade, and the new manager completes an operation on both (an Observe)
-// with InSync still True.
+// upgrade, and an operation the new manager started on each (an Observe)
+// ends with InSync still True.
 func upgradeFromRelease(t *testing.T, l *Lab, ctx context.Context) {
 	t.Helper()
 	kubectl := func(args ...string) string {
@@ -179,20 +179,19 @@ func upgradeFromRelease(t *testing.T, l *Lab, ctx context.Context) {
 	kubectl("-n", OperatorNamespace, "rollout", "status", "deployment/"+controller, "--timeout=3m")
 	upgraded := time.Now()
 	t.Logf("helm upgrade %s from %s to %s: %s", ReleaseName, old.Version, current.Version, upgraded.Sub(start).Round(time.Second))
-	// The new manager proves both again (an Observe at the 30 s interval,
-	// its Event reported by the new manager's Pod).
+	// The new manager proves both again: an operation it started (its Event
+	// reported by the new Pod; an Observe at the 30 s interval) has ended.
 	pod := kubectl("-n", OperatorNamespace, "get", "pods", "-l", "app.kubernetes.io/name="+controller, "--field-selector=status.phase=Running", "-o", "jsonpath={.items[0].metadata.name}")
 	for _, s := range subjects {
 		deadline := time.Now().Add(3 * time.Minute)
 		for {
 			events := kubectl("-n", s.ns, "get", "events", "--field-selector", "involvedObject.name="+s.name, "-o", "jsonpath={range .items[*]}{.reportingInstance} {.reason}{\"\\n\"}{end}")
-			if slices.ContainsFunc(strings.Split(events, "\n"), func(e string) bool {
-				return strings.HasPrefix(e, pod+" ") && strings.HasSuffix(e, " OperationCompleted")
-			}) {
+			started := slices.ContainsFunc(strings.Split(events, "\n"), func(e string) bool { return strings.Contains(e, pod+" ") && strings.HasSuffix(e, " OperationStarted") })
+			if started && kubectl("-n", s.ns, "get", s.kind, s.name, "-o", "jsonpath={.status.activeOperation}") == "" {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s %s: the upgraded manager (%s) completed no operation within 3m; events:\n%s", s.kind, s.name, pod, events)
+				t.Fatalf("%s %s: no operation the upgraded manager (%s) started had ended within 3m; events:\n%s", s.kind, s.name, pod, events)
 			}
 			time.Sleep(2 * time.Second)
 		}

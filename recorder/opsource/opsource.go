@@ -24,6 +24,7 @@ var Paths = []string{
 	"internal/controller",
 	"internal/runner",
 	"internal/resultlog",
+	"internal/stamp",
 	"cmd/manager",
 	"cmd/ptah",
 	"cmd/ptah-runner",

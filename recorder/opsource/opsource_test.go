@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -71,5 +72,37 @@ func TestChanges(t *testing.T) {
 	}
 	if got := Changes(was, was); got != nil {
 		t.Errorf("no change reported %v", got)
+	}
+}
+
+// TestPathsCoverTheBinaries: every package of this module that the
+// manager, the runner, ptah or the plugin is built from lies under Paths,
+// so no change to what the lab runs goes unseen by a recording's census.
+func TestPathsCoverTheBinaries(t *testing.T) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}} {{.Dir}}{{end}}",
+		"./cmd/manager", "./cmd/ptah", "./cmd/ptah-runner", "./cmd/kubectl-ptah")
+	cmd.Dir = root
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list the binaries' packages: %v", err)
+	}
+	own := 0
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		pkg, dir, _ := strings.Cut(line, " ")
+		rel, err := filepath.Rel(root, dir)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue // a dependency outside the module
+		}
+		own++
+		if !slices.ContainsFunc(Paths, func(p string) bool { return rel == p || strings.HasPrefix(rel, p+"/") }) {
+			t.Errorf("package %s (%s) goes into the binaries but is not under opsource.Paths: a change to it would not make a recording stale", pkg, rel)
+		}
+	}
+	if own == 0 {
+		t.Fatal("go list named no package of this module")
 	}
 }
