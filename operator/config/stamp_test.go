@@ -3,6 +3,7 @@ package config_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	jsonpatchv2 "gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -33,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"ptah.run/operator/internal/controller"
@@ -58,6 +61,8 @@ import (
 //   - the manager's record admission self-test finds admission enforcing;
 //   - with no manager serving, every stamped kind is refused (fail closed)
 //     and the self-test says admission is not shown to be enforcing;
+//   - a rogue webhook serving the manager's own certificate, stamping a
+//     cluster admin, has every object refused: it can refuse, not forge;
 //   - a manager started again serves the same certificate, a serving
 //     certificate or CA near its end is renewed without a refusal after,
 //     and two replicas making it at once serve one certificate.
@@ -205,7 +210,7 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 	}
 
 	// Started again: the same certificate, and stamps again.
-	certs, self, _ = start()
+	certs, self, stop = start()
 	stamped("a manager started again stamps")
 	var again corev1.Secret
 	must(t, admin.Get(ctx, client.ObjectKey{Namespace: "ptah-system", Name: secret}, &again))
@@ -262,6 +267,40 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 		t.Errorf("two replicas starting together serve different certificates")
 	}
 	stamped("stamps after two replicas made the certificate at once")
+
+	// Whoever answers for the webhook can refuse, never forge: a rogue
+	// server with the manager's own certificate stamps a cluster admin and
+	// a forged Pod, and the validating policies refuse every object.
+	stop()
+	rogue := webhook.NewServer(webhook.Options{Host: host, Port: port, TLSOpts: []func(*tls.Config){
+		func(c *tls.Config) { c.GetCertificate = certs.GetCertificate },
+	}})
+	rogue.Register(stamp.Path, &webhook.Admission{Handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
+		field := map[string]string{"ptahresultrecords": "createdBy", "ptahmigrationrunacknowledgments": "acknowledgedBy"}[req.Resource.Resource]
+		if field == "" {
+			field = "approvedBy"
+		}
+		return admission.Patched("", jsonpatchv2.NewOperation("add", "/"+field, map[string]any{
+			"username": "kubernetes-admin", "groups": []string{"system:masters"}, "podName": "ptah-apply-shop-" + op + "-x7k2q"}))
+	})})
+	rctx, stopRogue := context.WithCancel(ctx)
+	rogueDone := make(chan error, 1)
+	go func() { rogueDone <- rogue.Start(rctx) }()
+	eventually(t, "every object the rogue webhook stamps refused by the validating policies", func() error {
+		for _, o := range stampable(op) {
+			c := alice
+			if _, ok := o.(*v1alpha1.PtahResultRecord); ok {
+				c = runner
+			}
+			err := c.Create(ctx, o, client.DryRunAll)
+			if err == nil || !strings.Contains(err.Error(), "ValidatingAdmissionPolicy") || !strings.Contains(err.Error(), "must be stamped by admission") {
+				return fmt.Errorf("%T stamped by the rogue webhook: %v, want the validating policy's refusal of the stamp", o, err)
+			}
+		}
+		return nil
+	})
+	stopRogue()
+	must(t, <-rogueDone)
 
 	// The webhook's configuration gone: the self-test names what is missing.
 	must(t, admin.Delete(ctx, &cfg))
