@@ -55,4 +55,3 @@ package controller
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicies;validatingadmissionpolicies,verbs=get
 // +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingadmissionpolicybindings;validatingadmissionpolicybindings,verbs=list
-// +kubebuilder:rbac:groups=admissionregistration.k8s.io,resources=mutatingwebhookconfigurations,resourceNames=ptah-stamp,verbs=get

@@ -44,8 +44,18 @@ func WithCRDs(dirs ...string) APIServerOption {
 
 // Version runs the API server and etcd of release v, from the directory
 // `go run ./cmd/lab envtest -kubernetes-version v` builds them into.
+// The binaries' paths are set, not only the directory: envtest prefers
+// KUBEBUILDER_ASSETS (which make exports for the newest) to the directory.
 func Version(v string) APIServerOption {
-	return func(e *envtest.Environment) { e.BinaryAssetsDirectory = kubebuild.DefaultCacheDir(v) }
+	return func(e *envtest.Environment) {
+		dir := kubebuild.DefaultCacheDir(v)
+		e.BinaryAssetsDirectory = dir
+		e.ControlPlane.GetAPIServer().Path = filepath.Join(dir, "kube-apiserver")
+		if e.ControlPlane.Etcd == nil {
+			e.ControlPlane.Etcd = &envtest.Etcd{}
+		}
+		e.ControlPlane.Etcd.Path = filepath.Join(dir, "etcd")
+	}
 }
 
 // EnvtestDir is where `make envtest` puts kube-apiserver and etcd;
