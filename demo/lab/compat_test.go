@@ -1,11 +1,8 @@
 package lab
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,20 +20,9 @@ func TestLabCompat(t *testing.T) {
 	if os.Getenv("PTAH_LAB_COMPAT") != "1" {
 		t.Skip("set PTAH_LAB_COMPAT=1 (make compat) to bring a lab up on Kubernetes " + testenv.OldestKubernetesVersion)
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progress lockedBuffer
-	var stdout bytes.Buffer
-	l := New(root, &stdout, io.MultiWriter(&progress, os.Stderr)).
-		WithDir(filepath.Join(t.TempDir(), ".lab")).WithKubernetes(testenv.OldestKubernetesVersion)
+	l, stdout, _ := ownLab(t)
+	l.WithKubernetes(testenv.OldestKubernetesVersion)
 	ctx := context.Background()
-	t.Cleanup(func() {
-		if _, err := os.Stat(l.createdFile()); err == nil {
-			_ = l.Down(context.Background(), false)
-		}
-	})
 	start := time.Now()
 	if err := l.Up(ctx); err != nil {
 		t.Fatalf("lab up on %s: %v", l.Kubernetes, err)
@@ -44,11 +30,7 @@ func TestLabCompat(t *testing.T) {
 	t.Logf("lab up on Kubernetes %s: %s", l.Kubernetes, time.Since(start).Round(time.Second))
 	kubectl := func(args ...string) string {
 		t.Helper()
-		out, err := l.kubectlCmd(ctx, "", args...)
-		if err != nil {
-			t.Fatalf("kubectl %v: %v", args, err)
-		}
-		return strings.TrimSpace(out)
+		return mustKubectl(t, l, ctx, "", args...)
 	}
 	if got := kubectl("get", "nodes", "-o", "jsonpath={.items[*].status.nodeInfo.kubeletVersion}"); got != l.Kubernetes {
 		t.Fatalf("the node's kubelet is %q, want %s", got, l.Kubernetes)

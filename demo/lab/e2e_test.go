@@ -41,19 +41,8 @@ func TestLabUpAndDown(t *testing.T) {
 	if os.Getenv("PTAH_LAB_E2E") != "1" {
 		t.Skip("set PTAH_LAB_E2E=1 to bring a real lab up and down")
 	}
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var progress lockedBuffer
-	var stdout bytes.Buffer
-	l := New(root, &stdout, io.MultiWriter(&progress, os.Stderr)).WithDir(filepath.Join(t.TempDir(), ".lab"))
+	l, stdout, progress := ownLab(t)
 	ctx := context.Background()
-	t.Cleanup(func() {
-		if _, err := os.Stat(l.createdFile()); err == nil {
-			_ = l.Down(context.Background(), false)
-		}
-	})
 
 	start := time.Now()
 	if err := l.Up(ctx); err != nil {
@@ -223,6 +212,25 @@ func TestLabUpAndDown(t *testing.T) {
 	if _, err := os.Stat(l.environmentFile()); err == nil {
 		t.Errorf("environment file remains after down")
 	}
+}
+
+// ownLab is a lab of the test's own, kept beside any other in a temporary
+// directory and taken down when t ends if it is still up; stdout collects
+// what its verbs print, progress its progress (also on stderr).
+func ownLab(t *testing.T) (l *Lab, stdout *bytes.Buffer, progress *lockedBuffer) {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, progress = &bytes.Buffer{}, &lockedBuffer{}
+	l = New(root, stdout, io.MultiWriter(progress, os.Stderr)).WithDir(filepath.Join(t.TempDir(), ".lab"))
+	t.Cleanup(func() {
+		if _, err := os.Stat(l.createdFile()); err == nil {
+			_ = l.Down(context.Background(), false)
+		}
+	})
+	return l, stdout, progress
 }
 
 // convergesThroughRealJobs waits for the applied storefront schema to be

@@ -48,30 +48,14 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 	t.Helper()
 	kubectl := func(stdin string, args ...string) string {
 		t.Helper()
-		out, err := l.kubectlCmd(ctx, stdin, args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(out)
+		return mustKubectl(t, l, ctx, stdin, args...)
 	}
 	printed := func(f func() error) string {
 		t.Helper()
-		var out bytes.Buffer
-		saved := l.Stdout
-		l.Stdout = &out
-		defer func() { l.Stdout = saved }()
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		return out.String()
+		return printedBy(t, l, f)
 	}
-	var namespaces []string
-	for range 2 {
-		out := printed(func() error { return l.ScenarioUp(ctx) })
-		ns, _, _ := strings.Cut(strings.TrimPrefix(out, "NAMESPACE="), "\n")
-		namespaces = append(namespaces, ns)
-		defer func() { _ = l.ScenarioDown(context.Background(), ns) }()
-	}
+	namespaces, down := scenarioNamespaces(t, l, ctx, 2)
+	defer down()
 	home := namespaces[0]
 
 	controller := l.controllerName(ctx)
@@ -157,5 +141,45 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 			t.Errorf("Lease %s-manager.operator.ptah.run in %s is held by %q, want a %s manager Pod", o.team, home, holder, o.team)
 		}
 		t.Logf("%s/%s, labelled for %s: in sync after %d Jobs", o.ns, o.name, o.team, len(lines))
+	}
+}
+
+// mustKubectl runs kubectl with stdin on l's cluster and returns its
+// output trimmed; an error fails t.
+func mustKubectl(t *testing.T, l *Lab, ctx context.Context, stdin string, args ...string) string {
+	t.Helper()
+	out, err := l.kubectlCmd(ctx, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
+	}
+	return strings.TrimSpace(out)
+}
+
+// printedBy is what f printed to l.Stdout; an error of f fails t.
+func printedBy(t *testing.T, l *Lab, f func() error) string {
+	t.Helper()
+	var out bytes.Buffer
+	saved := l.Stdout
+	l.Stdout = &out
+	defer func() { l.Stdout = saved }()
+	if err := f(); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// scenarioNamespaces brings n scenario namespaces up (each with its own
+// database); down takes them down again.
+func scenarioNamespaces(t *testing.T, l *Lab, ctx context.Context, n int) (namespaces []string, down func()) {
+	t.Helper()
+	for range n {
+		out := printedBy(t, l, func() error { return l.ScenarioUp(ctx) })
+		ns, _, _ := strings.Cut(strings.TrimPrefix(out, "NAMESPACE="), "\n")
+		namespaces = append(namespaces, ns)
+	}
+	return namespaces, func() {
+		for _, ns := range namespaces {
+			_ = l.ScenarioDown(context.Background(), ns)
+		}
 	}
 }

@@ -44,11 +44,7 @@ func upgradeFromRelease(t *testing.T, l *Lab, ctx context.Context) {
 	t.Helper()
 	kubectl := func(args ...string) string {
 		t.Helper()
-		out, err := l.kubectlCmd(ctx, "", args...)
-		if err != nil {
-			t.Fatalf("kubectl %s: %v", strings.Join(args, " "), err)
-		}
-		return strings.TrimSpace(out)
+		return mustKubectl(t, l, ctx, "", args...)
 	}
 	current, err := l.installed(ctx)
 	if err != nil {
@@ -86,31 +82,12 @@ func upgradeFromRelease(t *testing.T, l *Lab, ctx context.Context) {
 		t.Fatalf("release N runs image %s, want its own (%s)", img, old.Version)
 	}
 
-	var namespaces []string
-	for range 2 {
-		var out strings.Builder
-		saved := l.Stdout
-		l.Stdout = &out
-		err := l.ScenarioUp(ctx)
-		l.Stdout = saved
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns, _, _ := strings.Cut(strings.TrimPrefix(out.String(), "NAMESPACE="), "\n")
-		namespaces = append(namespaces, ns)
-		defer func() { _ = l.ScenarioDown(context.Background(), ns) }()
-	}
+	namespaces, down := scenarioNamespaces(t, l, ctx, 2)
+	defer down()
 	schemaNS, migrationNS := namespaces[0], namespaces[1]
 	published := func(f func() error) string {
 		t.Helper()
-		var out strings.Builder
-		saved := l.Stdout
-		l.Stdout = &out
-		defer func() { l.Stdout = saved }()
-		if err := f(); err != nil {
-			t.Fatal(err)
-		}
-		return strings.TrimSpace(out.String())
+		return strings.TrimSpace(printedBy(t, l, f))
 	}
 	apply := func(name, digest, ns string) {
 		t.Helper()

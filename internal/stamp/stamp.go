@@ -14,7 +14,9 @@ package stamp
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -43,9 +45,15 @@ var fields = map[string]string{
 }
 
 // Resources are the resources of group operator.ptah.run the webhook
-// stamps, for a configuration to match.
+// stamps, sorted, for a configuration to match.
 func Resources() []string {
-	return []string{"ptahschemaapprovals", "ptahmigrationapprovals", "ptahmigrationrunacknowledgments", "ptahresultrecords"}
+	return slices.Sorted(maps.Keys(fields))
+}
+
+// Field is the field the webhook stamps on resource, if it stamps it.
+func Field(resource string) (string, bool) {
+	f, ok := fields[resource]
+	return f, ok
 }
 
 // Webhook stamps the request's identity over the client's.

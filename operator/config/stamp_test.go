@@ -8,8 +8,12 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
 	"net"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +28,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -276,10 +281,7 @@ func stampWebhookOn(t *testing.T, version string, values map[string]any, auto st
 		func(c *tls.Config) { c.GetCertificate = certs.GetCertificate },
 	}})
 	rogue.Register(stamp.Path, &webhook.Admission{Handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
-		field := map[string]string{"ptahresultrecords": "createdBy", "ptahmigrationrunacknowledgments": "acknowledgedBy"}[req.Resource.Resource]
-		if field == "" {
-			field = "approvedBy"
-		}
+		field, _ := stamp.Field(req.Resource.Resource)
 		return admission.Patched("", jsonpatchv2.NewOperation("add", "/"+field, map[string]any{
 			"username": "kubernetes-admin", "groups": []string{"system:masters"}, "podName": "ptah-apply-shop-" + op + "-x7k2q"}))
 	})})
@@ -507,7 +509,7 @@ func parseCert(t *testing.T, data []byte) *x509.Certificate {
 }
 
 func ignoreExists(err error) error {
-	if err != nil && strings.Contains(err.Error(), "already exists") {
+	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
 	return err
@@ -659,4 +661,62 @@ func webhookStamp(rt *rapid.T, o client.Object, forged map[string]any, user auth
 		rt.Fatal(err)
 	}
 	return out[stampField(o)]
+}
+
+// TestStampWebhookCoversWhatThePoliciesStamp: the kinds the webhook stamps,
+// the kinds the chart's webhook configuration sends it, and the kinds the
+// shipped stamp policies match are one set, with CREATE the one operation:
+// a stamped kind added to the policies and not to the webhook (or the
+// reverse) would leave it unstamped on 1.33, refused by the validating
+// policies as forged.
+func TestStampWebhookCoversWhatThePoliciesStamp(t *testing.T) {
+	t.Parallel()
+	fromPolicies := map[string]bool{}
+	files, err := filepath.Glob(filepath.Join("admission", "*-stamp.yaml"))
+	must(t, err)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		must(t, err)
+		for _, o := range decodeObjects(t, bytes.NewReader(data)) {
+			if o.GetKind() != "MutatingAdmissionPolicy" {
+				continue
+			}
+			var p admissionregistrationv1.MutatingAdmissionPolicy
+			must(t, runtimeConvert(o, &p))
+			for _, r := range p.Spec.MatchConstraints.ResourceRules {
+				if !slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+					t.Errorf("%s stamps on %v, the webhook on CREATE", f, r.Operations)
+				}
+				for _, res := range r.Resources {
+					fromPolicies[res] = true
+				}
+			}
+		}
+	}
+	objs, err := chart.Render("ptah", "ptah-system", map[string]any{"admission": map[string]any{"api": "webhook"}})
+	must(t, err)
+	var sent []string
+	for _, o := range objs {
+		if o.GetKind() != "MutatingWebhookConfiguration" {
+			continue
+		}
+		var cfg admissionregistrationv1.MutatingWebhookConfiguration
+		must(t, runtimeConvert(o, &cfg))
+		for _, w := range cfg.Webhooks {
+			if w.ClientConfig.Service == nil || ptr.Deref(w.ClientConfig.Service.Path, "") != stamp.Path {
+				t.Errorf("webhook %s does not call %s", w.Name, stamp.Path)
+			}
+			for _, r := range w.Rules {
+				if !slices.Equal(r.Operations, []admissionregistrationv1.OperationType{admissionregistrationv1.Create}) {
+					t.Errorf("webhook %s is sent %v, the policies stamp on CREATE", w.Name, r.Operations)
+				}
+				sent = append(sent, r.Resources...)
+			}
+		}
+	}
+	slices.Sort(sent)
+	policies := slices.Sorted(maps.Keys(fromPolicies))
+	if !slices.Equal(policies, stamp.Resources()) || !slices.Equal(sent, stamp.Resources()) {
+		t.Errorf("the stamp policies match %v, the chart sends the webhook %v, the webhook stamps %v: want one set", policies, sent, stamp.Resources())
+	}
 }
