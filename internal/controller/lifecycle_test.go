@@ -10,6 +10,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,8 +69,9 @@ func (l *syncList) all() []string {
 // created for an operation whose credential does not exist, and the
 // credential is issued again and the subject converges. (The ended Job's
 // cleanup may reconcile the subject before the retry dispatch asks for is
-// due, so this does not tell that retry from another event's reconcile;
-// nor may it count Jobs after the Event, as the retry may already have run.)
+// due, so this does not tell that retry from another event's reconcile:
+// TestCredentialRefusalIsRetriedByItsRequeue does. Nor may it count Jobs
+// after the Event, as the retry may already have run.)
 func TestCredentialRetriedAfterAResult(t *testing.T) {
 	t.Parallel()
 	t.Run("PtahSchema", func(t *testing.T) {
@@ -114,6 +116,92 @@ func TestCredentialRetriedAfterAResult(t *testing.T) {
 		for _, u := range unbound.all() {
 			t.Error(u)
 		}
+	})
+}
+
+// refuseAccounts refuses every ServiceAccount creation from the first one
+// until window has passed since it, and notes when each was tried.
+type refuseAccounts struct {
+	window time.Duration
+	mu     sync.Mutex
+	first  time.Time
+	tries  []time.Time
+}
+
+func (r *refuseAccounts) funcs() interceptor.Funcs {
+	return interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			if _, ok := o.(*corev1.ServiceAccount); ok {
+				r.mu.Lock()
+				now := time.Now()
+				r.tries = append(r.tries, now)
+				if r.first.IsZero() {
+					r.first = now
+				}
+				refuse := now.Sub(r.first) < r.window
+				r.mu.Unlock()
+				if refuse {
+					return fmt.Errorf("create ServiceAccount %s: the API server refused it for now", o.GetName())
+				}
+			}
+			return c.Create(ctx, o, opts...)
+		},
+	}
+}
+
+// retried is how long after the first refusal the first creation outside
+// the window was tried, and how many were tried in all.
+func (r *refuseAccounts) retried() (time.Duration, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, t := range r.tries {
+		if t.Sub(r.first) >= r.window {
+			return t.Sub(r.first), len(r.tries)
+		}
+	}
+	return 0, len(r.tries)
+}
+
+// TestCredentialRefusalIsRetriedByItsRequeue: the first operation's
+// credential is refused, so no Job, Pod or record exists whose change could
+// reconcile the subject again, and every attempt in the first two seconds
+// (an immediate requeue, the claim's own status write) is refused as well.
+// The attempt after that can only come from the requeue dispatch asks for
+// when it reports the refusal: credentialRetry after the first refusal, and
+// not before.
+func TestCredentialRefusalIsRetriedByItsRequeue(t *testing.T) {
+	t.Parallel()
+	check := func(t *testing.T, r *refuseAccounts) {
+		t.Helper()
+		after, tries := r.retried()
+		if after == 0 {
+			t.Fatalf("%d ServiceAccount creations, none after the refusals", tries)
+		}
+		if after < credentialRetry-100*time.Millisecond {
+			t.Errorf("the credential was tried again %s after its refusal, want the %s requeue, not an earlier event", after.Round(time.Millisecond), credentialRetry)
+		}
+	}
+	t.Run("PtahSchema", func(t *testing.T) {
+		t.Parallel()
+		r := &refuseAccounts{window: 2 * time.Second}
+		e := newEnv(t, func(o *envOption) {
+			o.reconcile = func(sr *SchemaReconciler) { sr.Client = interceptor.NewClient(noWatch{sr.Client}, r.funcs()) }
+		})
+		e.schema()
+		assertEvent(t, e.awaitEvent(v1alpha1.EventResultCredentialFailed, converge), "shop")
+		inSync(e)
+		check(t, r)
+	})
+	t.Run("PtahMigration", func(t *testing.T) {
+		t.Parallel()
+		r := &refuseAccounts{window: 2 * time.Second}
+		e := newEnv(t, func(o *envOption) {
+			o.migration = func(mr *MigrationReconciler) { mr.Client = interceptor.NewClient(noWatch{mr.Client}, r.funcs()) }
+		})
+		e.migration(pushMigrations(t, "requeue-"+e.ns, migrationsV1))
+		assertEvent(t, e.awaitMigrationEvent(v1alpha1.EventResultCredentialFailed, converge, nil), "shop")
+		migrated(e, 3)
+		check(t, r)
 	})
 }
 
