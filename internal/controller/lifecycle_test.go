@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/database"
 )
 
 // The lifecycle is written once for both kinds (lifecycle.go); each test
@@ -328,5 +330,78 @@ func TestSecondTemplateChangeKeepsTheApproval(t *testing.T) {
 	}
 	if n := len(e.eventsOf(v1alpha1.EventApprovalRequired)); n != 1 {
 		t.Errorf("%d ApprovalRequired Events, want the one before the approval", n)
+	}
+}
+
+// TestRetriedApplyKeepsTheApprovalThroughATemplateChange: the approved
+// Apply of a PtahMigration is refused at attempt 1 (another session holds
+// the writer lock), so its retry at attempt 2 carries the approval attempt
+// 1 consumed. The retry's Job is not created before two manager releases
+// with different Pod templates take over in turn: the first refreshes the
+// claim's snapshot, the second retires it and claims attempt 2 anew. That
+// claim must apply without a second approval (the approval stays consumed
+// by attempt 1, which a retry may carry), and every version exactly once.
+func TestRetriedApplyKeepsTheApprovalThroughATemplateChange(t *testing.T) {
+	t.Parallel()
+	var applies atomic.Int32
+	var hold atomic.Bool
+	hold.Store(true)
+	// The first Apply Job is created; later ones are refused while hold is set.
+	held := func(r *MigrationReconciler) {
+		r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+				if j, ok := o.(*batchv1.Job); ok && strings.HasPrefix(j.Name, "ptah-apply-") && applies.Add(1) > 1 && hold.Load() {
+					return fmt.Errorf("create Job %s: the manager was stopped before it reached the API server", j.Name)
+				}
+				return c.Create(ctx, o, opts...)
+			},
+		})
+	}
+	e := newEnv(t, func(o *envOption) { o.migration = held })
+	db, err := sql.Open("pgx", shared.pg.SuperURL(e.db))
+	must(t, err)
+	t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	must(t, err)
+	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_lock($1)", database.LockKey)
+	must(t, err)
+	e.migration(pushMigrations(t, "retried-approval-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) {
+		m.Spec.Policy.Apply = v1alpha1.ApplyOnApproval
+		m.Spec.Policy.LockTimeout = &metav1.Duration{Duration: time.Second}
+	})
+	m := e.awaitMigration("ApprovalRequired=True", converge, migrationCondition(v1alpha1.ConditionApprovalRequired, metav1.ConditionTrue, v1alpha1.ReasonAwaitingApproval))
+	approveAs(t, e, "ok", m.Status.Plan)
+	first := *e.awaitMigration("the approved Apply claimed", converge, func(m *v1alpha1.PtahMigration) bool {
+		c := m.Status.ActiveOperation
+		return c != nil && c.Type == v1alpha1.OperationApply && c.Attempt == 1 && c.Approval == "ok"
+	}).Status.ActiveOperation
+	retry := *e.awaitMigration("the Apply retried at attempt 2 with the approval", converge, func(m *v1alpha1.PtahMigration) bool {
+		c := m.Status.ActiveOperation
+		return c != nil && c.Type == v1alpha1.OperationApply && c.Attempt == 2 && c.Approval == "ok"
+	}).Status.ActiveOperation
+	if by := consumedBy(t, e, "ok"); by != first.ID {
+		t.Fatalf("approval ok consumed by %q, want attempt 1's %s", by, first.ID)
+	}
+	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", database.LockKey)
+	must(t, err)
+
+	e.restartMigration(func(r *SchemaReconciler) { r.PlainHTTP = nil }, held)
+	e.awaitMigration("the retry's snapshot refreshed", 30*time.Second, func(m *v1alpha1.PtahMigration) bool {
+		c := m.Status.ActiveOperation
+		return c != nil && c.ID == retry.ID && c.SnapshotRefreshed
+	})
+	hold.Store(false)
+	e.restartMigration(nil, held)
+	migrated(e, 3)
+
+	if h, n := e.history(), e.query("SELECT count(*)::text FROM audit"); h != "1 2 3" || n != "1" {
+		t.Errorf("history %q, migration 3 ran %s times", h, n)
+	}
+	jobs := e.jobs("ptah-apply-shop-")
+	if len(jobs) != 2 || jobs[0].Name == retry.JobName || jobs[1].Name == retry.JobName {
+		t.Errorf("Apply Jobs %v: want attempt 1's and the new attempt 2's, not the retired claim's %s", names(jobs), retry.JobName)
+	}
+	if by := consumedBy(t, e, "ok"); by != first.ID {
+		t.Errorf("approval ok consumed by %q after the retry applied, want attempt 1's %s still", by, first.ID)
 	}
 }
