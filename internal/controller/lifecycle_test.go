@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -19,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
-	"ptah.run/operator/operator/database"
 )
 
 // The lifecycle is written once for both kinds (lifecycle.go); each test
@@ -358,13 +356,7 @@ func TestRetriedApplyKeepsTheApprovalThroughATemplateChange(t *testing.T) {
 		})
 	}
 	e := newEnv(t, func(o *envOption) { o.migration = held })
-	db, err := sql.Open("pgx", shared.pg.SuperURL(e.db))
-	must(t, err)
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(context.Background())
-	must(t, err)
-	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_lock($1)", database.LockKey)
-	must(t, err)
+	unlock := holdWriterLock(e)
 	e.migration(pushMigrations(t, "retried-approval-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) {
 		m.Spec.Policy.Apply = v1alpha1.ApplyOnApproval
 		m.Spec.Policy.LockTimeout = &metav1.Duration{Duration: time.Second}
@@ -382,8 +374,7 @@ func TestRetriedApplyKeepsTheApprovalThroughATemplateChange(t *testing.T) {
 	if by := consumedBy(t, e, "ok"); by != first.ID {
 		t.Fatalf("approval ok consumed by %q, want attempt 1's %s", by, first.ID)
 	}
-	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", database.LockKey)
-	must(t, err)
+	unlock()
 
 	e.restartMigration(func(r *SchemaReconciler) { r.PlainHTTP = nil }, held)
 	e.awaitMigration("the retry's snapshot refreshed", 30*time.Second, func(m *v1alpha1.PtahMigration) bool {

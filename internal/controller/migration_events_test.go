@@ -69,6 +69,24 @@ func TestEventOperationFailedOnMigration(t *testing.T) {
 	}
 }
 
+// holdWriterLock takes the ptah writer lock on e's database in a session of
+// its own, as another writer would; unlock lets it go.
+func holdWriterLock(e *env) (unlock func()) {
+	e.t.Helper()
+	db, err := sql.Open("pgx", shared.pg.SuperURL(e.db))
+	must(e.t, err)
+	e.t.Cleanup(func() { db.Close() })
+	conn, err := db.Conn(context.Background())
+	must(e.t, err)
+	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_lock($1)", database.LockKey)
+	must(e.t, err)
+	return func() {
+		e.t.Helper()
+		_, err := conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", database.LockKey)
+		must(e.t, err)
+	}
+}
+
 // TestEventOperationRetried: another session holds the ptah writer lock, so
 // the first Apply attempt is refused before it changes anything; it is
 // retried with the attempt named, and once the lock is free the second
@@ -76,13 +94,7 @@ func TestEventOperationFailedOnMigration(t *testing.T) {
 func TestEventOperationRetried(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	db, err := sql.Open("pgx", shared.pg.SuperURL(e.db))
-	must(t, err)
-	t.Cleanup(func() { db.Close() })
-	conn, err := db.Conn(context.Background())
-	must(t, err)
-	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_lock($1)", database.LockKey)
-	must(t, err)
+	unlock := holdWriterLock(e)
 	e.migration(pushMigrations(t, "retried-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) {
 		m.Spec.Policy.LockTimeout = &metav1.Duration{Duration: time.Second}
 	})
@@ -94,8 +106,7 @@ func TestEventOperationRetried(t *testing.T) {
 	if h := e.history(); h != "" {
 		t.Errorf("the refused attempt changed the history: %q", h)
 	}
-	_, err = conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock($1)", database.LockKey)
-	must(t, err)
+	unlock()
 	migrated(e, 3)
 	if h, n := e.history(), e.query("SELECT count(*)::text FROM audit"); h != "1 2 3" || n != "1" {
 		t.Errorf("after the retry: history %q, migration 3 ran %s times", h, n)
