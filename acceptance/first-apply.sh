@@ -7,8 +7,10 @@
 # median, and where the machine's CPU went from create to InSync=True: the
 # kind node in all, its API server and etcd, the operation Pods (every Pod
 # that ended in between), and the container runtime and kubelet (the node
-# outside Pods), read from the node's cgroup (v1 or v2; skipped when neither
-# is readable), with what the idle lab spends in the same time beside it.
+# outside Pods), read from the node's cgroup (cgroup v1, as on the machines
+# this was measured on; the v2 paths are tried too but have not been seen
+# here; skipped when neither is readable), with what the idle lab spends in
+# 10 s beside it.
 set -eu
 root=$(CDPATH= cd -- "$(dirname -- "$0")/.." && pwd)
 cd "$root"
@@ -43,8 +45,8 @@ cpu() {
 		done
 	done
 }
-# split prints where CPU went between two snapshots of cpu, in seconds.
-split() {
+# spent prints where CPU went between two snapshots of cpu, in seconds.
+spent() {
 	awk 'NR == FNR { a[$1] = $2; next } ($1 in a) { d[$1] = ($2 - a[$1]) / 1e9 }
 		END {
 			for (n in d) if (n != "node" && n != "pods") { long += d[n]; if (n ~ /kube-apiserver/) api += d[n]; if (n ~ /^kube-system\/etcd/) etcd += d[n] }
@@ -58,7 +60,7 @@ if [ -n "$cg" ]; then
 	cpu >"$tmp/idle0"
 	sleep 10
 	cpu >"$tmp/idle1"
-	echo "idle lab, 10 s: $(split "$tmp/idle0" "$tmp/idle1")"
+	echo "idle lab, 10 s: $(spent "$tmp/idle0" "$tmp/idle1")"
 else
 	echo "first-apply: the kind node's cgroup is not readable here; CPU is not reported" >&2
 fi
@@ -81,7 +83,7 @@ while [ "$i" -le "$runs" ]; do
 		+ ([$p.status.containerStatuses[]? | select(.name == "runner") | .state.terminated.finishedAt // empty]
 		   | if length == 0 then "running" else (((.[0] | fromdate) - ($p.metadata.creationTimestamp | fromdate)) | tostring) + "s" end)' | tr '\n' ' ')
 	echo "run $i: create to InSync ${took} s; each Pod, creation to its runner's end: $pods"
-	[ -z "$cg" ] || echo "run $i: $(split "$tmp/run0" "$tmp/run1")"
+	[ -z "$cg" ] || echo "run $i: $(spent "$tmp/run0" "$tmp/run1")"
 	i=$((i + 1))
 done
 echo "$times" | tr ' ' '\n' | grep . | sort -n | awk '{ v[NR] = $1 } END { m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "first apply, create to InSync=True over %d runs: median %.1f s (min %.1f, max %.1f)\n", NR, m, v[1], v[NR] }'

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
@@ -49,10 +50,6 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 	kubectl := func(stdin string, args ...string) string {
 		t.Helper()
 		return mustKubectl(t, l, ctx, stdin, args...)
-	}
-	printed := func(f func() error) string {
-		t.Helper()
-		return printedBy(t, l, f)
 	}
 	namespaces, down := scenarioNamespaces(t, l, ctx, 2)
 	defer down()
@@ -101,12 +98,12 @@ func twoReleasesInOneNamespace(t *testing.T, l *Lab, ctx context.Context) {
 		defer func() { _, _ = action.NewUninstall(cfg).Run("team-" + team) }()
 	}
 
-	digest := strings.TrimSpace(printed(func() error { return l.Publish(ctx, "v1") }))
+	digest := strings.TrimSpace(printedBy(t, l, func() error { return l.Publish(ctx, "v1") }))
 	schema, err := l.Manifest("storefront", digest, env(map[string]string{"APPLY": "Always", "NAMESPACE": namespaces[0]}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	digest = strings.TrimSpace(printed(func() error { return l.PublishMigrations(ctx, "ledger-v1") }))
+	digest = strings.TrimSpace(printedBy(t, l, func() error { return l.PublishMigrations(ctx, "ledger-v1") }))
 	migration, err := l.Manifest("ledger", digest, env(map[string]string{"APPLY": "Always", "NAMESPACE": namespaces[1]}))
 	if err != nil {
 		t.Fatal(err)
@@ -169,17 +166,23 @@ func printedBy(t *testing.T, l *Lab, f func() error) string {
 }
 
 // scenarioNamespaces brings n scenario namespaces up (each with its own
-// database); down takes them down again.
+// database); down takes them down again, and runs when t ends if it has
+// not (a failure part way leaves none behind).
 func scenarioNamespaces(t *testing.T, l *Lab, ctx context.Context, n int) (namespaces []string, down func()) {
 	t.Helper()
+	var once sync.Once
+	down = func() {
+		once.Do(func() {
+			for _, ns := range namespaces {
+				_ = l.ScenarioDown(context.Background(), ns)
+			}
+		})
+	}
+	t.Cleanup(down)
 	for range n {
 		out := printedBy(t, l, func() error { return l.ScenarioUp(ctx) })
 		ns, _, _ := strings.Cut(strings.TrimPrefix(out, "NAMESPACE="), "\n")
 		namespaces = append(namespaces, ns)
 	}
-	return namespaces, func() {
-		for _, ns := range namespaces {
-			_ = l.ScenarioDown(context.Background(), ns)
-		}
-	}
+	return namespaces, down
 }

@@ -24,25 +24,26 @@ import (
 // here provokes one of its shared paths for a PtahSchema and a
 // PtahMigration alike, where the two copies it replaced had drifted apart.
 
-// failSecondRole fails the second operation credential's Role the first
-// time it is created: the first operation runs, and the credential of the
-// one its result claims next, dispatched as that result is settled, is
-// refused once. roles counts the Roles the reconciler tried to create;
-// unbound collects every Job created while the Role its Pod's account is
-// bound through did not exist, read from the API server at that moment.
-func failSecondRole(roles *atomic.Int32, unbound *syncList) interceptor.Funcs {
+// failSecond fails the second operation credential's object of kind (a
+// Role or a RoleBinding) the first time it is created: the first operation
+// runs, and the credential of the one its result claims next, dispatched as
+// that result is settled, is refused once. tries counts the objects of that
+// kind the reconciler tried to create; unbound collects every Job created
+// while any part of its Pod's credential (the ServiceAccount, the Role, the
+// RoleBinding, all named by the account) did not exist, read from the API
+// server at that moment.
+func failSecond[T client.Object](tries *atomic.Int32, unbound *syncList) interceptor.Funcs {
 	return interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-			switch o := o.(type) {
-			case *rbacv1.Role:
-				if roles.Add(1) == 2 {
-					return fmt.Errorf("create Role %s: the API server refused it for now", o.GetName())
-				}
-			case *batchv1.Job:
-				role := &rbacv1.Role{}
-				key := client.ObjectKey{Namespace: o.Namespace, Name: o.Spec.Template.Spec.ServiceAccountName}
-				if err := shared.c.Get(ctx, key, role); err != nil {
-					unbound.add(fmt.Sprintf("Job %s created while Role %s could not be read: %v", o.Name, key.Name, err))
+			if _, ok := o.(T); ok && tries.Add(1) == 2 {
+				return fmt.Errorf("create %T %s: the API server refused it for now", o, o.GetName())
+			}
+			if j, ok := o.(*batchv1.Job); ok {
+				key := client.ObjectKey{Namespace: j.Namespace, Name: j.Spec.Template.Spec.ServiceAccountName}
+				for _, part := range []client.Object{&corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}} {
+					if err := shared.c.Get(ctx, key, part); err != nil {
+						unbound.add(fmt.Sprintf("Job %s created while %T %s could not be read: %v", j.Name, part, key.Name, err))
+					}
 				}
 			}
 			return c.Create(ctx, o, opts...)
@@ -74,33 +75,38 @@ func (l *syncList) all() []string {
 // after the Event, as the retry may already have run.)
 func TestCredentialRetriedAfterAResult(t *testing.T) {
 	t.Parallel()
-	t.Run("PtahSchema", func(t *testing.T) {
-		t.Parallel()
-		var roles atomic.Int32
-		var unbound syncList
-		e := newEnv(t, func(o *envOption) {
-			o.reconcile = func(r *SchemaReconciler) {
-				r.Client = interceptor.NewClient(noWatch{r.Client}, failSecondRole(&roles, &unbound))
+	for name, refuse := range map[string]func(*atomic.Int32, *syncList) interceptor.Funcs{
+		"PtahSchema":                      failSecond[*rbacv1.Role],
+		"PtahSchema, RoleBinding refused": failSecond[*rbacv1.RoleBinding],
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			var tries atomic.Int32
+			var unbound syncList
+			e := newEnv(t, func(o *envOption) {
+				o.reconcile = func(r *SchemaReconciler) {
+					r.Client = interceptor.NewClient(noWatch{r.Client}, refuse(&tries, &unbound))
+				}
+			})
+			e.schema()
+			ev := e.awaitEvent(v1alpha1.EventResultCredentialFailed, converge)
+			assertEvent(t, ev, "shop")
+			inSync(e)
+			if n := tries.Load(); n < 3 {
+				t.Errorf("%d creations, want the refused one tried again", n)
+			}
+			for _, u := range unbound.all() {
+				t.Error(u)
 			}
 		})
-		e.schema()
-		ev := e.awaitEvent(v1alpha1.EventResultCredentialFailed, converge)
-		assertEvent(t, ev, "shop")
-		inSync(e)
-		if n := roles.Load(); n < 3 {
-			t.Errorf("%d Role creations, want the refused one tried again", n)
-		}
-		for _, u := range unbound.all() {
-			t.Error(u)
-		}
-	})
+	}
 	t.Run("PtahMigration", func(t *testing.T) {
 		t.Parallel()
 		var roles atomic.Int32
 		var unbound syncList
 		e := newEnv(t, func(o *envOption) {
 			o.migration = func(r *MigrationReconciler) {
-				r.Client = interceptor.NewClient(noWatch{r.Client}, failSecondRole(&roles, &unbound))
+				r.Client = interceptor.NewClient(noWatch{r.Client}, failSecond[*rbacv1.Role](&roles, &unbound))
 			}
 		})
 		e.migration(pushMigrations(t, "retry-"+e.ns, migrationsV1))
@@ -345,16 +351,9 @@ func TestRetriedApplyKeepsTheApprovalThroughATemplateChange(t *testing.T) {
 	var hold atomic.Bool
 	hold.Store(true)
 	// The first Apply Job is created; later ones are refused while hold is set.
-	held := func(r *MigrationReconciler) {
-		r.Client = interceptor.NewClient(noWatch{r.Client}, interceptor.Funcs{
-			Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
-				if j, ok := o.(*batchv1.Job); ok && strings.HasPrefix(j.Name, "ptah-apply-") && applies.Add(1) > 1 && hold.Load() {
-					return fmt.Errorf("create Job %s: the manager was stopped before it reached the API server", j.Name)
-				}
-				return c.Create(ctx, o, opts...)
-			},
-		})
-	}
+	held := failMigrationJobCreates(func(j *batchv1.Job) bool {
+		return strings.HasPrefix(j.Name, "ptah-apply-") && applies.Add(1) > 1 && hold.Load()
+	})
 	e := newEnv(t, func(o *envOption) { o.migration = held })
 	unlock := holdWriterLock(e)
 	e.migration(pushMigrations(t, "retried-approval-"+e.ns, migrationsV1), func(m *v1alpha1.PtahMigration) {
