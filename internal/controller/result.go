@@ -97,14 +97,14 @@ func (r *SchemaReconciler) resolved(ctx context.Context, s *v1alpha1.PtahSchema,
 	if s.Spec.Desired.VerificationPolicyFrom == nil {
 		s.Status.Source.Verified = false
 		setCondition(s, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy, "spec.desired.verificationPolicyFrom is not set")
-		return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
+		return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
 	}
 	policy, err := r.policyDigest(ctx, s)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if s.Status.Source.Verified && s.Status.Source.PolicyDigest == policy {
-		return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
+		return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
 	}
 	return r.finish(ctx, s, c, v1alpha1.OperationVerify, 1, time.Time{})
 }
@@ -120,7 +120,19 @@ func (r *SchemaReconciler) verified(ctx context.Context, s *v1alpha1.PtahSchema,
 	s.Status.Source.Verified, s.Status.Source.PolicyDigest = true, policy
 	setCondition(s, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonVerified,
 		fmt.Sprintf("%s satisfies the policy in ConfigMap %s", s.Status.Source.ResolvedDigest, s.Spec.Desired.VerificationPolicyFrom.Name))
-	return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
+	return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
+}
+
+// readNext: an Observe only decides between resting and planning, so with
+// nothing proved for this artifact and generation a Plan follows at once.
+func readNext(s *v1alpha1.PtahSchema) v1alpha1.OperationType {
+	applied := s.Status.Applied
+	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionInSync)
+	if applied != nil && s.Status.Source != nil && applied.ArtifactDigest == s.Status.Source.ResolvedDigest &&
+		c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation {
+		return v1alpha1.OperationObserve
+	}
+	return v1alpha1.OperationPlan
 }
 
 func (r *SchemaReconciler) observed(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, res *v1alpha1.OperationResult) (reconcile.Result, error) {
