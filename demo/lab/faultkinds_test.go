@@ -325,10 +325,26 @@ func opRunning(typ v1alpha1.OperationType) phase {
 	}
 }
 
+// recheckInterval is spec.interval in an observeRunning row: the wait
+// between the row's first apply and the re-examination its fault hits.
+const recheckInterval = "15s"
+
 var (
-	observeRunning = opRunning(v1alpha1.OperationObserve)
-	planRunning    = opRunning(v1alpha1.OperationPlan)
-	proofRunning   = opRunning(v1alpha1.OperationProof)
+	// observeRunning is an Observe, which only re-examines a schema a fresh
+	// plan already proved at this generation (before that, Resolve is
+	// followed by a Plan at once): the row's revision is applied with a
+	// short interval, converges, and the fault hits the first re-check.
+	observeRunning = phase{
+		name:    string(v1alpha1.OperationObserve),
+		recheck: true,
+		hold: func(f *faultLab) (func(), error) {
+			f.spec.interval = recheckInterval
+			return nil, nil
+		},
+		reached: opRunning(v1alpha1.OperationObserve).reached,
+	}
+	planRunning  = opRunning(v1alpha1.OperationPlan)
+	proofRunning = opRunning(v1alpha1.OperationProof)
 )
 
 // podState says where the Job's Pod is.

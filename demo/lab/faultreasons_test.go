@@ -38,6 +38,7 @@ var labReasons = []string{
 type runSpec struct {
 	deadline    string // spec.execution.deadline ("" is the table's 15m)
 	runnerImage string // spec.execution.runnerImage ("" is the manager's)
+	interval    string // spec.interval ("" is the table's 1h)
 }
 
 // applyDeadline is the execution deadline of the deadline row: long enough

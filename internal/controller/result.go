@@ -123,31 +123,40 @@ func (r *SchemaReconciler) verified(ctx context.Context, s *v1alpha1.PtahSchema,
 	return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
 }
 
-// readNext: an Observe only decides between resting and planning, so with
-// nothing proved for this artifact and generation a Plan follows at once.
+// readNext is the read that follows Resolve and Verify. An Observe only
+// chooses between resting (this artifact proved InSync at this generation and
+// nothing drifted) and planning; with nothing proved it can only lead to a
+// Plan, so the Plan comes at once and the first apply has one Pod fewer.
 func readNext(s *v1alpha1.PtahSchema) v1alpha1.OperationType {
-	applied := s.Status.Applied
-	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionInSync)
-	if applied != nil && s.Status.Source != nil && applied.ArtifactDigest == s.Status.Source.ResolvedDigest &&
-		c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation {
+	if proved(s) {
 		return v1alpha1.OperationObserve
 	}
 	return v1alpha1.OperationPlan
 }
 
+// afterObserve is what an Observe's finding leads to: a Plan, or rest ("").
+func afterObserve(s *v1alpha1.PtahSchema, drift bool) v1alpha1.OperationType {
+	if drift || !proved(s) {
+		return v1alpha1.OperationPlan
+	}
+	return ""
+}
+
+// proved: a fresh plan showed this artifact converged at the current
+// generation. A proof holds for the spec it was made under: after a spec
+// change (protected tables, policy, exclusions) only a fresh plan at the
+// current generation may say InSync again.
+func proved(s *v1alpha1.PtahSchema) bool {
+	applied := s.Status.Applied
+	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionInSync)
+	return applied != nil && s.Status.Source != nil && applied.ArtifactDigest == s.Status.Source.ResolvedDigest &&
+		c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation
+}
+
 func (r *SchemaReconciler) observed(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, res *v1alpha1.OperationResult) (reconcile.Result, error) {
 	setCondition(s, v1alpha1.ConditionDatabaseReachable, metav1.ConditionTrue, v1alpha1.ReasonConnected, "the observe operation read the database")
 	drift := res.DriftDetected != nil && *res.DriftDetected
-	applied := s.Status.Applied
-	proved := applied != nil && s.Status.Source != nil && applied.ArtifactDigest == s.Status.Source.ResolvedDigest
-	// A proof holds for the spec it was made under: after a spec change
-	// (protected tables, policy, exclusions) only a fresh plan at the
-	// current generation may say InSync again.
-	if c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionInSync); c == nil ||
-		c.Status != metav1.ConditionTrue || c.ObservedGeneration != s.Generation {
-		proved = false
-	}
-	if drift || !proved {
+	if afterObserve(s, drift) == v1alpha1.OperationPlan {
 		if drift {
 			setCondition(s, v1alpha1.ConditionDriftDetected, metav1.ConditionTrue, v1alpha1.ReasonDriftFound, "the live schema differs from the desired one")
 			setCondition(s, v1alpha1.ConditionInSync, metav1.ConditionFalse, v1alpha1.ReasonChangesPending, "the live schema differs from the desired one; planning")
