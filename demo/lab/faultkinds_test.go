@@ -327,7 +327,7 @@ func opRunning(typ v1alpha1.OperationType) phase {
 
 // recheckInterval is spec.interval in an observeRunning row: the wait
 // between the row's first apply and the re-examination its fault hits.
-const recheckInterval = "15s"
+const recheckInterval = "30s"
 
 var (
 	// observeRunning is an Observe, which only re-examines a schema a fresh

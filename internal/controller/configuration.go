@@ -107,13 +107,14 @@ func namedBy(s *v1alpha1.PtahSchema, kind, name string) string {
 	return strings.Join(fields, " and ")
 }
 
-// missingPolicy is the configuration failure of a Verify whose policy
-// ConfigMap or key is missing (the manager caches ConfigMaps, so this is
-// found before any Job is made; the policy's ConfigMap is immutable, so
-// the cache cannot hold a stale copy of its content).
+// missingPolicy is the configuration failure of a Verify, or of a Resolve
+// that verifies, whose policy ConfigMap or key is missing (the manager
+// caches ConfigMaps, so this is found before any Job is made; the policy's
+// ConfigMap is immutable, so the cache cannot hold a stale copy of its
+// content).
 func (r *SchemaReconciler) missingPolicy(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) (*failure, error) {
 	ref := s.Spec.Desired.VerificationPolicyFrom
-	if ref == nil || c.Type != v1alpha1.OperationVerify {
+	if ref == nil || c.Type != v1alpha1.OperationVerify && c.Type != v1alpha1.OperationResolve {
 		return nil, nil
 	}
 	var cm corev1.ConfigMap

@@ -100,15 +100,21 @@ func TestHostileArtifactsUnderApplyNever(t *testing.T) {
 }
 
 // TestOperationPodsCarryTheDevDatabase reads the Jobs the manager created
-// on the way to InSync: each Observe, Plan and Proof Pod has the sidecar as
-// the issue describes it, and no other operation has a dev database.
+// on the way to InSync and in the first re-check after it (the Observe):
+// each Observe, Plan and Proof Pod has the sidecar as the issue describes
+// it, and no other operation has a dev database.
 func TestOperationPodsCarryTheDevDatabase(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *envOption) {
 		o.reconcile = func(r *SchemaReconciler) { r.DevDatabaseImage = "example.test/dev-postgres:15" }
 	})
-	e.schema()
+	e.schema(func(s *v1alpha1.PtahSchema) { s.Spec.Interval = &metav1.Duration{Duration: 30 * time.Second} })
 	e.await("shop", "InSync", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
+	for deadline := time.Now().Add(30*time.Second + converge); len(e.jobs("ptah-observe-shop-")) == 0; time.Sleep(time.Second) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no Observe Job in the re-check after spec.interval")
+		}
+	}
 	seen := map[string]bool{}
 	for _, j := range e.jobs("") {
 		pod := j.Spec.Template.Spec

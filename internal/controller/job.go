@@ -101,6 +101,7 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 	if c.Type == v1alpha1.OperationObserve || c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof {
 		op.Schemas = s.Spec.Schemas
 	}
+	op.Verify = c.Type == v1alpha1.OperationResolve && s.Spec.Desired.VerificationPolicyFrom != nil
 	switch c.Type {
 	case v1alpha1.OperationPlan, v1alpha1.OperationProof:
 		op.ProtectedTables = s.Spec.Policy.ProtectedTables
@@ -124,7 +125,7 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 func (r *SchemaReconciler) job(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) *batchv1.Job {
 	op := operation(s, c, slices.Contains(r.PlainHTTP, registryHost(s.Spec.Desired.OCIRef)))
 	var env []corev1.EnvVar
-	if pol := s.Spec.Desired.VerificationPolicyFrom; pol != nil && c.Type == v1alpha1.OperationVerify {
+	if pol := s.Spec.Desired.VerificationPolicyFrom; pol != nil && (c.Type == v1alpha1.OperationVerify || op.Verify) {
 		env = append(env, corev1.EnvVar{Name: runner.EnvPolicy, ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 			LocalObjectReference: corev1.LocalObjectReference{Name: pol.Name}, Key: policyKey,
 		}}})

@@ -12,27 +12,48 @@ import (
 // TestSkippedObserveCouldOnlyHavePlanned: after Resolve or Verify, the
 // Observe is left out only where, whatever it found, it would have led to a
 // Plan; where it could have let the schema rest it still runs. Statuses are
-// generated around the edges of a proof: applied or not, the same artifact
-// or another, InSync at this generation or an older one, True or not.
+// generated around the edges of a proof: resolved or not, applied or not,
+// the same artifact or another, InSync at this generation or an older one,
+// True or not, there or not.
 func TestSkippedObserveCouldOnlyHavePlanned(t *testing.T) {
 	digests := []string{"sha256:aaa", "sha256:bbb"}
 	var skipped, kept int
 	rapid.Check(t, func(t *rapid.T) {
+		// A proved status, then each part of the proof broken or not (one
+		// time in four), so that both sides of the edge are generated.
+		gen := rapid.Int64Range(1, 3).Draw(t, "generation")
 		s := &v1alpha1.PtahSchema{}
-		s.Generation = rapid.Int64Range(1, 3).Draw(t, "generation")
-		if rapid.Bool().Draw(t, "resolved") {
-			s.Status.Source = &v1alpha1.Source{ResolvedDigest: rapid.SampledFrom(digests).Draw(t, "resolvedDigest")}
+		s.Generation = gen
+		s.Status.Source = &v1alpha1.Source{ResolvedDigest: digests[0]}
+		s.Status.Applied = &v1alpha1.Applied{ArtifactDigest: digests[0], PlanFingerprint: "f"}
+		in := metav1.Condition{Type: v1alpha1.ConditionInSync, Status: metav1.ConditionTrue, ObservedGeneration: gen, Reason: v1alpha1.ReasonScopedConverged}
+		intact := true
+		broken := func(what string) bool {
+			b := rapid.IntRange(0, 3).Draw(t, what) == 0
+			intact = intact && !b
+			return b
 		}
-		if rapid.Bool().Draw(t, "applied") {
-			s.Status.Applied = &v1alpha1.Applied{ArtifactDigest: rapid.SampledFrom(digests).Draw(t, "appliedDigest"), PlanFingerprint: "f"}
+		if broken("otherArtifact") {
+			s.Status.Source.ResolvedDigest = digests[1]
 		}
-		if rapid.Bool().Draw(t, "inSyncSet") {
-			s.Status.Conditions = append(s.Status.Conditions, metav1.Condition{
-				Type:               v1alpha1.ConditionInSync,
-				Status:             rapid.SampledFrom([]metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown}).Draw(t, "inSync"),
-				ObservedGeneration: rapid.Int64Range(0, 3).Draw(t, "inSyncGeneration"),
-				Reason:             v1alpha1.ReasonScopedConverged,
-			})
+		if broken("neverResolved") {
+			s.Status.Source = nil
+		}
+		if broken("neverApplied") {
+			s.Status.Applied = nil
+		}
+		if broken("inSyncNotTrue") {
+			in.Status = rapid.SampledFrom([]metav1.ConditionStatus{metav1.ConditionFalse, metav1.ConditionUnknown}).Draw(t, "inSync")
+		}
+		if broken("inSyncOtherGeneration") {
+			in.ObservedGeneration = rapid.Int64Range(0, gen-1).Draw(t, "inSyncGeneration")
+		}
+		if !broken("noInSync") {
+			s.Status.Conditions = append(s.Status.Conditions, in)
+		}
+		// Only an intact proof lets an Observe decide anything.
+		if want := map[bool]v1alpha1.OperationType{true: v1alpha1.OperationObserve, false: v1alpha1.OperationPlan}[intact]; readNext(s) != want {
+			t.Fatalf("readNext(%+v) = %q, want %q", s.Status, readNext(s), want)
 		}
 		switch readNext(s) {
 		case v1alpha1.OperationPlan:

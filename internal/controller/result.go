@@ -90,14 +90,15 @@ func (r *SchemaReconciler) resolved(ctx context.Context, s *v1alpha1.PtahSchema,
 	if res.ResolvedDigest == "" {
 		return r.failed(ctx, s, c, failure{code: runner.ErrOperation, message: "resolve reported no digest"})
 	}
-	if s.Status.Source == nil || s.Status.Source.ResolvedDigest != res.ResolvedDigest {
-		s.Status.Source = &v1alpha1.Source{ResolvedDigest: res.ResolvedDigest}
-	}
-	setCondition(s, v1alpha1.ConditionArtifactResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved, fmt.Sprintf("%s resolved to %s", s.Spec.Desired.OCIRef, res.ResolvedDigest))
+	resolvedTo(s, res.ResolvedDigest)
 	if s.Spec.Desired.VerificationPolicyFrom == nil {
 		s.Status.Source.Verified = false
 		setCondition(s, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy, "spec.desired.verificationPolicyFrom is not set")
 		return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
+	}
+	if res.Verified != nil {
+		// The Resolve verified what it resolved, in the same inspection.
+		return r.verified(ctx, s, c, res)
 	}
 	policy, err := r.policyDigest(ctx, s)
 	if err != nil {
@@ -106,7 +107,17 @@ func (r *SchemaReconciler) resolved(ctx context.Context, s *v1alpha1.PtahSchema,
 	if s.Status.Source.Verified && s.Status.Source.PolicyDigest == policy {
 		return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
 	}
+	// A runner that does not verify while resolving: a Verify of its own.
 	return r.finish(ctx, s, c, v1alpha1.OperationVerify, 1, time.Time{})
+}
+
+// resolvedTo records the digest a Resolve found; a new digest's
+// verification is to be made afresh.
+func resolvedTo(s *v1alpha1.PtahSchema, digest string) {
+	if s.Status.Source == nil || s.Status.Source.ResolvedDigest != digest {
+		s.Status.Source = &v1alpha1.Source{ResolvedDigest: digest}
+	}
+	setCondition(s, v1alpha1.ConditionArtifactResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved, fmt.Sprintf("%s resolved to %s", s.Spec.Desired.OCIRef, digest))
 }
 
 func (r *SchemaReconciler) verified(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, res *v1alpha1.OperationResult) (reconcile.Result, error) {
@@ -310,6 +321,12 @@ func (r *SchemaReconciler) refusedOrFailed(ctx context.Context, s *v1alpha1.Ptah
 		return r.outcomeUnknown(ctx, s, c, fmt.Sprintf("Apply Job %s lost its database session: %s", c.JobName, child.Message), v1alpha1.ReasonApplyOutcomeUnknown)
 	case childCode == string(report.ProtectedTable) && (c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof):
 		return r.protectedTableRefused(ctx, s, c, child)
+	case c.Type == v1alpha1.OperationResolve && s.Spec.Desired.VerificationPolicyFrom != nil && childCode == string(report.PolicyRefused) &&
+		rec.Spec.Result != nil && rec.Spec.Result.ResolvedDigest != "":
+		// The policy refused what the Resolve resolved: the refusal names
+		// that digest, resolved like any other.
+		resolvedTo(s, rec.Spec.Result.ResolvedDigest)
+		return r.verificationRefused(ctx, s, c, child.Code+": "+child.Message)
 	case c.Type == v1alpha1.OperationVerify && (childCode == string(report.PolicyRefused) ||
 		rec.Spec.Result != nil && rec.Spec.Result.Verified != nil && !*rec.Spec.Result.Verified):
 		msg := f.String()

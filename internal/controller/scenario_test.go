@@ -38,6 +38,11 @@ func TestFirstApplyConverges(t *testing.T) {
 	if len(e.jobs("ptah-apply-shop-")) != 1 || len(e.jobs("ptah-proof-shop-")) != 1 {
 		t.Errorf("want one Apply and one Proof Job, have %d and %d", len(e.jobs("ptah-apply-shop-")), len(e.jobs("ptah-proof-shop-")))
 	}
+	// Nothing was proved before, so Resolve was followed by the Plan at once:
+	// an Observe could only have led to it.
+	if n := len(e.jobs("ptah-observe-shop-")); n != 0 {
+		t.Errorf("%d Observe Jobs in a first apply, want none (Resolve, Plan, Apply, Proof)", n)
+	}
 }
 
 // TestSpecChangeIsProvedByAFreshPlan: after a spec change that leaves the
@@ -84,8 +89,8 @@ func TestUnreachableDatabaseFailsThenRecovers(t *testing.T) {
 		t.Errorf("OperationFailed Event says %q, the condition %q", ev.Message, c.Message)
 	}
 	// The retry is claimed at once with the next attempt, as the replay shows.
-	if op := s.Status.ActiveOperation; op == nil || op.Attempt != 2 || op.Type != v1alpha1.OperationObserve {
-		t.Errorf("activeOperation = %+v, want the Observe retry at attempt 2", op)
+	if op := s.Status.ActiveOperation; op == nil || op.Attempt != 2 || op.Type != v1alpha1.OperationPlan {
+		t.Errorf("activeOperation = %+v, want the Plan retry at attempt 2", op)
 	}
 
 	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Target.URLFrom.Name = "shop-db" })
@@ -185,6 +190,10 @@ func TestHandMadeDriftIsReappliedUnderAlways(t *testing.T) {
 	shared.pg.Exec(t, e.db, "ALTER TABLE orders DROP COLUMN note")
 	s := e.await("shop", "DriftDetected=True after spec.interval", 30*time.Second+converge,
 		condition(v1alpha1.ConditionDriftDetected, metav1.ConditionTrue, v1alpha1.ReasonDriftFound))
+	// The re-check of a proved schema is the Observe that found it.
+	if len(e.jobs("ptah-observe-shop-")) == 0 {
+		t.Errorf("drift found with no Observe Job: the re-check of a proved schema must observe")
+	}
 	if s.Status.Phase == v1alpha1.PhaseInSync || conditionIs(s, v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged) {
 		t.Errorf("phase %s, %s while drift is detected", s.Status.Phase, conditions(s))
 	}
@@ -219,8 +228,8 @@ func TestFinishedOperationsArePruned(t *testing.T) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	if n := len(e.kubelet.Runs()); n < 5 {
-		t.Errorf("the kubelet ran %d Jobs, want at least Resolve, Observe, Plan, Apply, Proof", n)
+	if n := len(e.kubelet.Runs()); n < 4 {
+		t.Errorf("the kubelet ran %d Jobs, want at least Resolve, Plan, Apply, Proof", n)
 	}
 	// Pruning left the schema's own state alone.
 	if s := e.get("shop"); !condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged)(s) {
@@ -243,8 +252,8 @@ func TestServiceAccountNameRunsTheOperations(t *testing.T) {
 	inSync(e)
 
 	jobs := e.jobs("")
-	if len(jobs) < 5 {
-		t.Fatalf("%d Jobs, want at least Resolve, Observe, Plan, Apply, Proof", len(jobs))
+	if len(jobs) < 4 {
+		t.Fatalf("%d Jobs, want at least Resolve, Plan, Apply, Proof", len(jobs))
 	}
 	for _, j := range jobs {
 		if sa := j.Spec.Template.Spec.ServiceAccountName; sa != identity {

@@ -661,6 +661,24 @@ func everyOperation(t *testing.T, l *lab) {
 	if rec.Spec.Result == nil || rec.Spec.Result.Verified == nil || *rec.Spec.Result.Verified || rec.Spec.ChildError == nil || rec.Spec.ChildError.Code != "policy_refused" {
 		t.Errorf("verify under a policy the artifact breaks: %+v, want verified false with childError policy_refused", rec.Spec)
 	}
+	// A Resolve that verifies reports the digest it resolved and the verdict
+	// about that digest, refused or not.
+	verifying := func(prefix string) func(*operation) {
+		return func(o *operation) { policy(prefix)(o); o.op.Verify = true }
+	}
+	rec = run(t, runner.OpResolve, verifying(l.reg.Host+"/shop/"))
+	if r := rec.Spec.Result; rec.Spec.Error != nil || r == nil || r.ResolvedDigest == "" || r.Verified == nil || !*r.Verified {
+		t.Errorf("resolve verifying under a policy the artifact meets: %+v, want a digest and verified", rec.Spec)
+	}
+	admitted := rec.Spec.Result.ResolvedDigest
+	rec = run(t, runner.OpResolve, verifying(l.reg.Host+"/elsewhere/"))
+	if r := rec.Spec.Result; r == nil || r.ResolvedDigest != admitted || r.Verified == nil || *r.Verified || rec.Spec.ChildError == nil || rec.Spec.ChildError.Code != "policy_refused" {
+		t.Errorf("resolve verifying under a policy the artifact breaks: %+v, want digest %s, verified false, childError policy_refused", rec.Spec, admitted)
+	}
+	rec = run(t, runner.OpResolve, nil)
+	if r := rec.Spec.Result; rec.Spec.Error != nil || r == nil || r.ResolvedDigest != admitted || r.Verified != nil {
+		t.Errorf("resolve with no policy: %+v, want digest %s and no verdict", rec.Spec, admitted)
+	}
 	rec = run(t, runner.OpObserve, nil)
 	if rec.Spec.Error != nil || *rec.Spec.ChildExitCode != 1 || rec.Spec.Result.DriftDetected == nil || !*rec.Spec.Result.DriftDetected {
 		t.Errorf("observe of an empty database: %+v, want drift (exit 1) and no error", rec.Spec)

@@ -78,6 +78,9 @@ func commands(op *Operation) [][]string {
 		}
 		return [][]string{pullMigrations, connect(up...)}
 	case OpResolve:
+		if op.Verify {
+			return [][]string{oci("oci", "verify", op.OCIRef, "--policy", policyFile)}
+		}
 		return [][]string{oci("oci", "resolve", op.OCIRef)}
 	case OpVerify:
 		return [][]string{oci("oci", "verify", op.OCIRef, "--policy", policyFile)}
@@ -137,10 +140,10 @@ func execute(ctx context.Context, cfg Config, env map[string]string, c *apiClien
 	}
 	defer os.RemoveAll(dir)
 	inputs := map[string]string{}
-	switch op.Type {
-	case OpVerify:
+	switch {
+	case op.Type == OpVerify, op.Type == OpResolve && op.Verify:
 		inputs[policyFile] = env[EnvPolicy]
-	case OpApply:
+	case op.Type == OpApply:
 		doc, err := c.planDocument(ctx, op)
 		if err != nil {
 			fail("%v", err)
@@ -243,16 +246,21 @@ func readFields(op *Operation, out *Outcome, doc *document, dir string) (*v1alph
 	r := &v1alpha1.OperationResult{}
 	switch op.Type {
 	case OpResolve:
-		if !ok {
+		// A refusal by the policy is a verdict about the digest it names.
+		refused := op.Verify && out.ChildError != nil && out.ChildError.Code == string(report.PolicyRefused)
+		if !ok && !refused {
 			return nil, nil
 		}
 		var res struct {
 			Digest string `json:"digest"`
 		}
 		if err := json.Unmarshal(doc.Result, &res); err != nil || res.Digest == "" {
-			return nil, fmt.Errorf("ptah oci resolve reported no digest (%s)", doc.Result)
+			return nil, fmt.Errorf("ptah %s reported no digest (%s)", doc.Command, doc.Result)
 		}
 		r.ResolvedDigest = res.Digest
+		if op.Verify {
+			r.Verified = ptr(ok)
+		}
 	case OpVerify:
 		// A refusal by the policy is a verdict; any other failure is none.
 		switch {

@@ -97,6 +97,11 @@ type Operation struct {
 	// OCIRef is the artifact: a tag for Resolve, a digest-pinned reference otherwise.
 	OCIRef    string `json:"ociRef,omitempty"`
 	PlainHTTP bool   `json:"plainHTTP,omitempty"`
+	// Verify, on a Resolve, checks what the tag names against the policy in
+	// EnvPolicy in the same inspection, so the verdict is about the digest
+	// reported and no Verify Pod follows. A runner that does not know the
+	// field resolves only, and the manager then claims a Verify.
+	Verify bool `json:"verify,omitempty"`
 	// ProtectedTables and Exclude are passed to ptah schema plan.
 	ProtectedTables []string `json:"protectedTables,omitempty"`
 	Exclude         []string `json:"exclude,omitempty"`

@@ -22,13 +22,17 @@ func TestCommandsPassTheOperationsFlags(t *testing.T) {
 	}{
 		{OpResolve, []string{"oci resolve oci://r/s:v1 --plain-http --json"}},
 		{OpVerify, []string{"oci verify oci://r/s:v1 --policy policy.json --plain-http --json"}},
+		{"resolve, verifying", []string{"oci verify oci://r/s:v1 --policy policy.json --plain-http --json"}},
 		{OpObserve, []string{"schema pull oci://r/s:v1 --out desired.sql --plain-http --json",
 			"schema drift --schema-file desired.sql --connect-timeout 5s --exclude tmp_* --json"}},
 		{OpPlan, []string{"schema pull oci://r/s:v1 --out desired.sql --plain-http --json",
 			"schema plan --schema-file desired.sql --output plan.json --connect-timeout 5s --exclude tmp_* --protected-table audit --protected-table public.users --json"}},
 		{OpApply, []string{"schema apply --plan plan.json --auto-approve --allow-destructive --lock-timeout 30s --connect-timeout 5s --json"}},
 	} {
-		op.Type = tc.typ
+		op.Type, op.Verify = tc.typ, false
+		if tc.typ == "resolve, verifying" {
+			op.Type, op.Verify = OpResolve, true
+		}
 		var got []string
 		for _, args := range commands(op) {
 			got = append(got, strings.Join(args, " "))
