@@ -47,8 +47,9 @@ type kind[S subject] interface {
 	// retiring records on s that the evidence it holds is retired: its
 	// spec changed, or the execution binding did (old, now b).
 	retiring(ctx context.Context, s S, old *v1alpha1.ExecutionBinding, b v1alpha1.ExecutionBinding)
-	// first is the operation a generation starts with.
-	first() v1alpha1.OperationType
+	// first is the operation a reading of s starts with; it may record on s
+	// what it decided from the spec alone.
+	first(s S) v1alpha1.OperationType
 	// admissionDown holds s while record admission is not enforcing in its
 	// namespace (problem says why).
 	admissionDown(ctx context.Context, s S, problem string) (reconcile.Result, error)
@@ -168,7 +169,7 @@ func due[S subject](ctx context.Context, e *engine, k kind[S], s S) (reconcile.R
 	if wait := e.untilNext(s); wait > 0 {
 		return reconcile.Result{RequeueAfter: wait}, nil
 	}
-	_, err := claimNew(ctx, e, k, s, k.first(), 1, time.Time{})
+	_, err := claimNew(ctx, e, k, s, k.first(s), 1, time.Time{})
 	return reconcile.Result{Requeue: true}, err
 }
 
@@ -305,7 +306,7 @@ func retire[S subject](ctx context.Context, e *engine, k kind[S], s S) (bool, er
 	}
 	setCondition(s, v1alpha1.ConditionSuspended, metav1.ConditionFalse, v1alpha1.ReasonNotSuspended, "spec.suspend is false")
 	st.Phase = v1alpha1.PhasePending
-	_, err := claim(ctx, e, k, s, newClaim(e, s, k.first(), 1), time.Time{})
+	_, err := claim(ctx, e, k, s, newClaim(e, s, k.first(s), 1), time.Time{})
 	return true, err
 }
 

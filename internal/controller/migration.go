@@ -97,7 +97,9 @@ func (r *MigrationReconciler) retire(ctx context.Context, m *v1alpha1.PtahMigrat
 }
 
 // first is the operation a migration's generation starts with.
-func (r *MigrationReconciler) first() v1alpha1.OperationType { return v1alpha1.OperationObserve }
+func (r *MigrationReconciler) first(*v1alpha1.PtahMigration) v1alpha1.OperationType {
+	return v1alpha1.OperationObserve
+}
 
 // retiring records that m's evidence is retired: its plan, and the
 // artifact is resolved again from the spec. An unresolved run stays, and

@@ -98,8 +98,20 @@ func (r *SchemaReconciler) retire(ctx context.Context, s *v1alpha1.PtahSchema) (
 	return retire(ctx, &r.engine, r, s)
 }
 
-// first is the operation a schema's generation starts with.
-func (r *SchemaReconciler) first() v1alpha1.OperationType { return v1alpha1.OperationResolve }
+// first is the operation a schema's reading starts with: a Resolve, which
+// turns the tag into a digest (and verifies it under a policy). A spec that
+// pins a digest and names no policy leaves nothing to resolve, so the
+// digest is recorded from the spec and the reading starts where a
+// Resolve's result would have led it (readNext). The registry is then
+// first read by the Observe or Plan that pulls the artifact by that digest.
+func (r *SchemaReconciler) first(s *v1alpha1.PtahSchema) v1alpha1.OperationType {
+	d := pinnedDigest(s.Spec.Desired.OCIRef)
+	if d == "" || s.Spec.Desired.VerificationPolicyFrom != nil {
+		return v1alpha1.OperationResolve
+	}
+	pinnedTo(s, d)
+	return readNext(s)
+}
 
 // retiring records that s's evidence is retired: a plan made under another
 // binding is no longer approvable, and a new generation is read again.

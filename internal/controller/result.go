@@ -17,6 +17,7 @@ import (
 
 	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/artifact"
 	"ptah.run/operator/operator/report"
 )
 
@@ -92,8 +93,7 @@ func (r *SchemaReconciler) resolved(ctx context.Context, s *v1alpha1.PtahSchema,
 	}
 	resolvedTo(s, res.ResolvedDigest)
 	if s.Spec.Desired.VerificationPolicyFrom == nil {
-		s.Status.Source.Verified = false
-		setCondition(s, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy, "spec.desired.verificationPolicyFrom is not set")
+		unverified(s)
 		return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
 	}
 	if res.Verified != nil {
@@ -114,10 +114,41 @@ func (r *SchemaReconciler) resolved(ctx context.Context, s *v1alpha1.PtahSchema,
 // resolvedTo records the digest a Resolve found; a new digest's
 // verification is to be made afresh.
 func resolvedTo(s *v1alpha1.PtahSchema, digest string) {
+	sourceIs(s, digest, fmt.Sprintf("%s resolved to %s", s.Spec.Desired.OCIRef, digest))
+}
+
+// pinnedDigest is the digest ref pins ("oci://host/repo@sha256:..." or
+// "...:tag@sha256:..."), or "" when it names a tag alone.
+func pinnedDigest(ref string) string {
+	r, err := artifact.ParseRef(ref)
+	if err != nil {
+		return ""
+	}
+	d, err := r.Digest()
+	if err != nil {
+		return ""
+	}
+	return d.String()
+}
+
+// pinnedTo records the digest the spec pins, with no policy to verify it
+// against, where a Resolve of that reference would have.
+func pinnedTo(s *v1alpha1.PtahSchema, digest string) {
+	sourceIs(s, digest, fmt.Sprintf("%s pins %s: nothing to resolve; the registry is read when the artifact is pulled", s.Spec.Desired.OCIRef, digest))
+	unverified(s)
+}
+
+// unverified records that no policy asks for the source to be verified.
+func unverified(s *v1alpha1.PtahSchema) {
+	s.Status.Source.Verified = false
+	setCondition(s, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonNoPolicy, "spec.desired.verificationPolicyFrom is not set")
+}
+
+func sourceIs(s *v1alpha1.PtahSchema, digest, message string) {
 	if s.Status.Source == nil || s.Status.Source.ResolvedDigest != digest {
 		s.Status.Source = &v1alpha1.Source{ResolvedDigest: digest}
 	}
-	setCondition(s, v1alpha1.ConditionArtifactResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved, fmt.Sprintf("%s resolved to %s", s.Spec.Desired.OCIRef, digest))
+	setCondition(s, v1alpha1.ConditionArtifactResolved, metav1.ConditionTrue, v1alpha1.ReasonResolved, message)
 }
 
 func (r *SchemaReconciler) verified(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, res *v1alpha1.OperationResult) (reconcile.Result, error) {
