@@ -32,10 +32,11 @@ func TestAnUndeliveredRecordIsTheFailedRead(t *testing.T) {
 	if strings.Contains(ev.Message, runner.UndeliveredPrefix) {
 		t.Errorf("the runner's marker is passed on verbatim: %q", ev.Message)
 	}
-	s := e.get("shop")
-	if f := s.Status.LastFailure; f == nil || f.Code != "result_undelivered" {
-		t.Errorf("last failure %+v, want result_undelivered", f)
-	}
+	// The Event is emitted before the status that records the failure is
+	// written, so the status is awaited, not read once.
+	e.await("shop", "status.lastFailure result_undelivered", converge, func(s *v1alpha1.PtahSchema) bool {
+		return s.Status.LastFailure != nil && s.Status.LastFailure.Code == "result_undelivered"
+	})
 	must(t, shared.c.Delete(context.Background(), q))
 	inSync(e)
 }
