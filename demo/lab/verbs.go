@@ -152,10 +152,15 @@ func (l *Lab) Reset(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Events too: a scenario's event listing must show its own session only.
-	targets := append(strings.Fields(kinds), "jobs.batch", "events")
-	done := l.r.Step("reset: delete " + strings.Join(targets, ", ") + " in " + ns)
+	targets := append(strings.Fields(kinds), "jobs.batch")
+	done := l.r.Step("reset: delete " + strings.Join(targets, ", ") + " and events in " + ns)
 	if _, err := l.kubectlCmd(ctx, "", "-n", ns, "delete", strings.Join(targets, ","), "--all", "--ignore-not-found", "--wait=true", "--timeout=2m"); err != nil {
+		return err
+	}
+	// Events too, after what emits them: a scenario's event listing must
+	// show its own session only. One collection delete, not kubectl's one
+	// request per event (seconds per scenario once operations have run).
+	if _, err := l.kubectlCmd(ctx, "", "delete", "--raw", "/api/v1/namespaces/"+ns+"/events"); err != nil {
 		return err
 	}
 	done("deleted")
