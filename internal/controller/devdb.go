@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"strconv"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -23,6 +25,9 @@ const (
 	devDataVolume   = "dev-data"
 	devSocketDir    = "/run/ptah-dev"
 	devDataDir      = "/var/lib/ptah-dev"
+	// devReadySeconds is how long the sidecar's server has to accept
+	// connections before its hook fails and the kubelet restarts it.
+	devReadySeconds = 120
 )
 
 // loadsDesired says whether operation t loads desired SQL, so needs a dev
@@ -76,12 +81,14 @@ func (r *SchemaReconciler) withDevDatabase(j *batchv1.Job, s *v1alpha1.PtahSchem
 			{Name: devSocketVolume, MountPath: devSocketDir},
 			{Name: devDataVolume, MountPath: devDataDir},
 		},
-		StartupProbe: &corev1.Probe{
-			ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-				Command: []string{"pg_isready", "-q", "-h", devSocketDir, "-U", devdb.Role, "-d", "postgres"},
-			}},
-			PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 120,
-		},
+		// The kubelet starts the runner once this hook returns: the same
+		// gate as a startup probe, polled ten times as often (a probe's
+		// period is a second at least, and cost each dev database Pod about
+		// one). A hook that fails has the sidecar restarted, as a probe's
+		// last failure would.
+		Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{"/bin/sh", "-c", devdb.Ready, "ptah-dev-ready", devSocketDir, strconv.Itoa(devReadySeconds)},
+		}}},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 	}
 	if dev != nil && dev.Resources != nil {

@@ -138,8 +138,8 @@ func TestOperationPodsCarryTheDevDatabase(t *testing.T) {
 			t.Errorf("%s: sidecar image %s, want the manager's", j.Name, sc.Image)
 		case sc.RestartPolicy == nil || *sc.RestartPolicy != corev1.ContainerRestartPolicyAlways:
 			t.Errorf("%s: the sidecar is not native (restartPolicy Always)", j.Name)
-		case sc.StartupProbe == nil || sc.StartupProbe.Exec == nil:
-			t.Errorf("%s: the sidecar has no startup probe", j.Name)
+		case sc.Lifecycle == nil || sc.Lifecycle.PostStart == nil || sc.Lifecycle.PostStart.Exec == nil:
+			t.Errorf("%s: the sidecar has no postStart hook to hold the runner until it accepts connections", j.Name)
 		case len(sc.Ports) != 0:
 			t.Errorf("%s: the sidecar exposes ports %v", j.Name, sc.Ports)
 		case sec == nil || sec.ReadOnlyRootFilesystem == nil || !*sec.ReadOnlyRootFilesystem || sec.RunAsNonRoot == nil || !*sec.RunAsNonRoot ||

@@ -226,7 +226,8 @@ func loadsDesired(op string) bool {
 
 // withDevSidecar gives a Pod the dev database as the manager does: a native
 // sidecar running devdb.Script, its unix socket in an emptyDir shared with
-// the runner, a startup probe, and the socket's URL in the runner's env.
+// the runner, a postStart hook that waits for the server, and the socket's
+// URL in the runner's env.
 func withDevSidecar(pod *corev1.PodSpec) {
 	const sock, data = "/run/ptah-dev", "/var/lib/ptah-dev"
 	pod.InitContainers = append(pod.InitContainers, corev1.Container{
@@ -234,9 +235,8 @@ func withDevSidecar(pod *corev1.PodSpec) {
 		Command:      []string{"/bin/sh", "-c", devdb.Script, "ptah-dev-database"},
 		Env:          []corev1.EnvVar{{Name: "PGDATA", Value: data + "/data"}, {Name: "PTAH_DEV_SOCKET_DIR", Value: sock}},
 		VolumeMounts: []corev1.VolumeMount{{Name: "dev-socket", MountPath: sock}, {Name: "dev-data", MountPath: data}},
-		StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
-			Command: []string{"pg_isready", "-q", "-h", sock, "-U", devdb.Role, "-d", "postgres"}}},
-			PeriodSeconds: 1, FailureThreshold: 60},
+		Lifecycle: &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+			Command: []string{"/bin/sh", "-c", devdb.Ready, "ptah-dev-ready", sock, "60"}}}},
 	})
 	run := &pod.Containers[0]
 	run.Env = append(run.Env, corev1.EnvVar{Name: devdb.URLEnv, Value: devdb.SocketURL(sock)})

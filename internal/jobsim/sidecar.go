@@ -45,8 +45,9 @@ func isSidecar(c corev1.Container) bool {
 	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
-// startSidecars starts the Pod's sidecars in order, each once its startup
-// probe succeeds, as the kubelet does before the main container starts.
+// startSidecars starts the Pod's sidecars in order, each once its postStart
+// hook has returned and its startup probe succeeded, as the kubelet does
+// before the main container starts.
 func (k *Kubelet) startSidecars(ctx context.Context, pod *corev1.Pod, root string) (*sidecars, error) {
 	sc := &sidecars{}
 	for _, c := range pod.Spec.InitContainers {
@@ -61,6 +62,10 @@ func (k *Kubelet) startSidecars(ctx context.Context, pod *corev1.Pod, root strin
 			return nil, err
 		}
 		sc.procs = append(sc.procs, p)
+		if err := p.postStart(ctx, c, root); err != nil {
+			sc.stop()
+			return nil, err
+		}
 		if err := p.probe(ctx, c, root); err != nil {
 			sc.stop()
 			return nil, err
@@ -96,6 +101,24 @@ func startSidecar(c corev1.Container, root string, env []string) (*sidecar, erro
 	}
 	go func() { _ = p.cmd.Wait(); close(p.exited) }()
 	return p, nil
+}
+
+// postStart runs c's postStart exec hook to its end, as the kubelet does
+// before it starts the Pod's next container; a hook that fails fails the
+// start (the kubelet would restart the sidecar).
+func (p *sidecar) postStart(ctx context.Context, c corev1.Container, root string) error {
+	if c.Lifecycle == nil || c.Lifecycle.PostStart == nil || c.Lifecycle.PostStart.Exec == nil {
+		return nil
+	}
+	bin, _ := devdb.BinDir()
+	argv := rewriteAll(c.Lifecycle.PostStart.Exec.Command, c, root)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("sidecar %s: postStart hook failed (%v): %s; the sidecar logged: %s", p.name, err, strings.TrimSpace(string(out)), strings.TrimSpace(p.log.String()))
+	}
+	return nil
 }
 
 // probe runs c's startup probe command until it succeeds, at most its

@@ -29,6 +29,13 @@ import (
 //go:embed server.sh
 var Script string
 
+// Ready waits for a server Script started (sh -c Ready ptah-dev-ready
+// SOCKET_DIR SECONDS): the operator's sidecar runs it as its postStart
+// hook, which holds the runner back until the server accepts connections.
+//
+//go:embed ready.sh
+var Ready string
+
 // Role is the role ptah logs in to a server Script started as: it may
 // create databases and roles and is no superuser.
 const Role = "ptah"
