@@ -94,6 +94,69 @@ func (is *isolation) down(iso isolated) error {
 	return nil
 }
 
+// aheadSpare is how many namespaces are made beyond the scenarios running:
+// a scenario whose turn comes takes one already made (scenario-up and the
+// psql client's rollout took 11-15 s between one scenario's end and the
+// next one's start), and the one it ran in is removed behind it.
+const aheadSpare = 2
+
+// ahead makes the namespaces of count scenarios in the background, at most
+// limit of them in being at once (made, in use, or being removed).
+type ahead struct {
+	made    chan madeNamespace
+	slots   chan struct{}
+	removed sync.WaitGroup
+	is      *isolation
+}
+
+type madeNamespace struct {
+	iso isolated
+	err error
+}
+
+func (is *isolation) ahead(ctx context.Context, count, limit int) *ahead {
+	a := &ahead{made: make(chan madeNamespace, count), slots: make(chan struct{}, limit), is: is}
+	go func() {
+		for range count {
+			select {
+			case a.slots <- struct{}{}:
+			case <-ctx.Done():
+				a.made <- madeNamespace{err: ctx.Err()}
+				continue
+			}
+			go func() {
+				own, err := is.up(ctx)
+				if err != nil {
+					<-a.slots
+				}
+				a.made <- madeNamespace{own, err}
+			}()
+		}
+	}()
+	return a
+}
+
+// take is the next namespace made, or why it could not be.
+func (a *ahead) take() (isolated, error) {
+	m := <-a.made
+	return m.iso, m.err
+}
+
+// giveBack removes own in the background and lets another be made; what
+// goes wrong is written to progress. wait waits for every removal.
+func (a *ahead) giveBack(own isolated, id string, progress io.Writer) {
+	a.removed.Add(1)
+	go func() {
+		defer a.removed.Done()
+		if err := a.is.down(own); err != nil {
+			fmt.Fprintf(progress, "%s: %v\n", id, err)
+		}
+		<-a.slots
+	}()
+}
+
+func (a *ahead) wait() { a.removed.Wait() }
+
 // workdir is a directory that looks like the repository to a step (every
 // top-level entry and every entry of demo/ linked to it) except demo/.lab,
 // which is its own: what one scenario writes there (demo/.lab/digest) no

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"runtime"
 	"sort"
@@ -52,6 +51,10 @@ func runAll(ctx context.Context, base *session.Runner, iso *isolation, all []sce
 		order[i] = i
 	}
 	sort.SliceStable(order, func(a, b int) bool { return took[all[order[a]].ID] > took[all[order[b]].ID] })
+	var spaces *ahead
+	if iso != nil {
+		spaces = iso.ahead(ctx, len(all), min(n, len(all))+aheadSpare)
+	}
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range min(n, len(all)) {
@@ -59,7 +62,7 @@ func runAll(ctx context.Context, base *session.Runner, iso *isolation, all []sce
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				results[i] = runOne(ctx, base, iso, all[i], repeatN, progress)
+				results[i] = runOne(ctx, base, spaces, all[i], repeatN, progress)
 			}
 		}()
 	}
@@ -68,6 +71,9 @@ func runAll(ctx context.Context, base *session.Runner, iso *isolation, all []sce
 	}
 	close(work)
 	wg.Wait()
+	if spaces != nil {
+		spaces.wait()
+	}
 	return results
 }
 
@@ -88,19 +94,15 @@ func durations(file string) map[string]float64 {
 	return out
 }
 
-func runOne(ctx context.Context, base *session.Runner, iso *isolation, s scenario.Scenario, repeatN int, progress io.Writer) result {
+func runOne(ctx context.Context, base *session.Runner, spaces *ahead, s scenario.Scenario, repeatN int, progress io.Writer) result {
 	r := base
-	if iso != nil {
-		own, err := iso.up(ctx)
+	if spaces != nil {
+		own, err := spaces.take()
 		if err != nil {
 			return result{err: err, scanner: base.Scanner()}
 		}
-		defer func() {
-			if err := iso.down(own); err != nil {
-				fmt.Fprintf(progress, "%s: %v\n", s.ID, err)
-			}
-		}()
-		if r, err = iso.runner(base, own, progress); err != nil {
+		defer spaces.giveBack(own, s.ID, progress)
+		if r, err = spaces.is.runner(base, own, progress); err != nil {
 			return result{err: err, scanner: base.Scanner()}
 		}
 	}
