@@ -1,0 +1,115 @@
+package lab
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLabCommandRunsTheCheckoutsCode holds demo/bin/lab's shortcut: it
+// runs the binary it built without go build only while the tree is clean
+// at the commit that binary was built from. In a clone of this checkout,
+// each way a tree can stop being that commit (a tracked file changed, an
+// untracked file added, a new commit) runs a binary that shows the change,
+// and a second call on an unchanged clean tree does not build again.
+func TestLabCommandRunsTheCheckoutsCode(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip(err)
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "clone")
+	git := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=t", "-c", "user.email=t@example.test"}, args...)...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v: %s", args, err, out)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if out, err := exec.Command("git", "clone", "-q", "--shared", root, dir).CombinedOutput(); err != nil {
+		t.Skipf("this checkout cannot be cloned (%v: %s)", err, out)
+	}
+	bin := filepath.Join(dir, "demo", ".lab", "bin", "lab")
+	// lab prints its usage for help (exit status 2).
+	lab := func() string {
+		t.Helper()
+		out, _ := exec.Command(filepath.Join(dir, "demo", "bin", "lab"), "help").CombinedOutput()
+		if !strings.Contains(string(out), "usage: lab VERB") {
+			t.Fatalf("demo/bin/lab help printed %q", out)
+		}
+		return string(out)
+	}
+	built := func() time.Time {
+		t.Helper()
+		fi, err := os.Stat(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	commitFile := func() string {
+		b, _ := os.ReadFile(bin + ".commit")
+		return strings.TrimSpace(string(b))
+	}
+	edit := func(path, from, to string) {
+		t.Helper()
+		p := filepath.Join(dir, path)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(b), from) {
+			t.Fatalf("%s holds no %q", path, from)
+		}
+		if err := os.WriteFile(p, []byte(strings.Replace(string(b), from, to, 1)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	lab()
+	if head := git("rev-parse", "HEAD"); commitFile() != head {
+		t.Fatalf("built on a clean tree at %s, the binary says %q", head, commitFile())
+	}
+	first := built()
+	time.Sleep(10 * time.Millisecond)
+	lab()
+	if !built().Equal(first) {
+		t.Errorf("a clean tree at the binary's commit built it again")
+	}
+
+	edit("cmd/lab/main.go", "usage: lab VERB", "usage: lab VERB (a tracked change)")
+	if out := lab(); !strings.Contains(out, "(a tracked change)") {
+		t.Errorf("with a tracked file changed, lab ran the old binary: %q", out)
+	}
+	if commitFile() != "" {
+		t.Errorf("a binary built from a changed tree is said to be commit %s", commitFile())
+	}
+	git("checkout", "cmd/lab/main.go")
+
+	extra := filepath.Join(dir, "cmd", "lab", "zz_untracked.go")
+	if err := os.WriteFile(extra, []byte("package main\n\nfunc init() { println(\"an untracked file\") }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := lab(); !strings.Contains(out, "an untracked file") {
+		t.Errorf("with an untracked file added, lab ran a binary without it: %q", out)
+	}
+	if err := os.Remove(extra); err != nil {
+		t.Fatal(err)
+	}
+
+	edit("cmd/lab/main.go", "usage: lab VERB", "usage: lab VERB (a new commit)")
+	git("commit", "-qam", "a new commit")
+	if out := lab(); !strings.Contains(out, "(a new commit)") {
+		t.Errorf("at a new commit, lab ran the binary of the old one: %q", out)
+	}
+	if head := git("rev-parse", "HEAD"); commitFile() != head {
+		t.Errorf("built on a clean tree at %s, the binary says %q", head, commitFile())
+	}
+}
