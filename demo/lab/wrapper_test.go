@@ -92,6 +92,10 @@ func TestLabCommandRunsTheCheckoutsCode(t *testing.T) {
 		t.Errorf("a binary built from a changed tree is said to be commit %s", commitFile())
 	}
 	git("checkout", "cmd/lab/main.go")
+	// Clean again: built again, and the binary is the commit's once more.
+	if out := lab(); strings.Contains(out, "(a tracked change)") || commitFile() != git("rev-parse", "HEAD") {
+		t.Fatalf("back on a clean tree, lab ran %q built from %q", out, commitFile())
+	}
 
 	extra := filepath.Join(dir, "cmd", "lab", "zz_untracked.go")
 	if err := os.WriteFile(extra, []byte("package main\n\nfunc init() { println(\"an untracked file\") }\n"), 0o644); err != nil {
