@@ -37,7 +37,7 @@ func main() {
 		resultTimeout, leaseDuration, retention, admissionInterval      time.Duration
 	)
 	flag.StringVar(&image, "executor-image", "ptah-executor:dev", "image of the Jobs' runner and ptah")
-	flag.StringVar(&devImage, "dev-database-image", controller.DefaultDevDatabaseImage, "image of the throwaway PostgreSQL sidecar Observe, Plan and Proof load the desired SQL into (sh, initdb, postgres, pg_isready on PATH; a passwd entry for UID 65532)")
+	flag.StringVar(&devImage, "dev-database-image", controller.DefaultDevDatabaseImage, "image of the throwaway PostgreSQL sidecar Observe, Plan and Proof load the desired SQL into (sh, initdb, postgres, pg_isready and sleep on PATH; a passwd entry for UID 65532)")
 	flag.StringVar(&ptahVersion, "ptah-version", "dev", "ptah version the executor image holds (part of the execution binding)")
 	flag.StringVar(&plainHTTP, "plain-http-registries", "", "comma-separated registry hosts reached over plain HTTP")
 	flag.DurationVar(&resultTimeout, "result-read-timeout", 15*time.Second, "time bound of a result record read, and of its arrival after the Job completed")

@@ -236,7 +236,7 @@ type Execution struct {
 type DevDatabase struct {
 	// Image of the sidecar, overriding the manager's --dev-database-image.
 	// It runs as UID 65532 with a read-only root filesystem and needs sh,
-	// initdb, postgres and pg_isready on PATH and a passwd entry for 65532.
+	// initdb, postgres, pg_isready and sleep on PATH and a passwd entry for 65532.
 	// +kubebuilder:validation:MaxLength=512
 	// +kubebuilder:validation:Pattern=`^[^\s]+$`
 	// +optional

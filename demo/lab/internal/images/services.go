@@ -128,7 +128,7 @@ const devPasswd = "ptah:x:65532:65532:ptah dev database:/nonexistent:/usr/sbin/n
 // DevDatabase returns the dev database sidecar's image: the PostgreSQL image
 // base (as Postgres returned it) with an account for UID 65532, running as
 // it. The operator's Pods give it its command (devdb.Script), so it needs
-// sh, and initdb, postgres and pg_isready on PATH; it also holds the
+// sh, and initdb, postgres, pg_isready and sleep on PATH; it also holds the
 // template cluster the script makes (PTAH_DEV_TEMPLATE), so each start
 // copies it instead of running initdb.
 func (b *Builder) DevDatabase(ctx context.Context, base string) (Provenance, error) {
