@@ -46,11 +46,14 @@ func isSidecar(c corev1.Container) bool {
 }
 
 // startSidecars starts the Pod's sidecars in order, each once its postStart
-// hook has returned and its startup probe succeeded, as the kubelet does
-// before the main container starts.
+// hook has returned, as the kubelet does before the main container starts.
 func (k *Kubelet) startSidecars(ctx context.Context, pod *corev1.Pod, root string) (*sidecars, error) {
 	sc := &sidecars{}
 	for _, c := range pod.Spec.InitContainers {
+		if c.StartupProbe != nil {
+			sc.stop()
+			return nil, fmt.Errorf("jobsim does not run startup probes (sidecar %s names one); the manager gates its runner on a postStart hook", c.Name)
+		}
 		env, err := k.containerEnv(ctx, pod, c)
 		if err != nil {
 			sc.stop()
@@ -63,10 +66,6 @@ func (k *Kubelet) startSidecars(ctx context.Context, pod *corev1.Pod, root strin
 		}
 		sc.procs = append(sc.procs, p)
 		if err := p.postStart(ctx, c, root); err != nil {
-			sc.stop()
-			return nil, err
-		}
-		if err := p.probe(ctx, c, root); err != nil {
 			sc.stop()
 			return nil, err
 		}
@@ -119,33 +118,6 @@ func (p *sidecar) postStart(ctx context.Context, c corev1.Container, root string
 		return fmt.Errorf("sidecar %s: postStart hook failed (%v): %s; the sidecar logged: %s", p.name, err, strings.TrimSpace(string(out)), strings.TrimSpace(p.log.String()))
 	}
 	return nil
-}
-
-// probe runs c's startup probe command until it succeeds, at most its
-// failure threshold times, one period apart.
-func (p *sidecar) probe(ctx context.Context, c corev1.Container, root string) error {
-	pr := c.StartupProbe
-	if pr == nil || pr.Exec == nil {
-		return nil // started is ready
-	}
-	bin, _ := devdb.BinDir()
-	period := time.Duration(max(pr.PeriodSeconds, 1)) * time.Second
-	for i := int32(0); i < max(pr.FailureThreshold, 1); i++ {
-		argv := rewriteAll(pr.Exec.Command, c, root)
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin"}
-		if cmd.Run() == nil {
-			return nil
-		}
-		select {
-		case <-p.exited:
-			return fmt.Errorf("sidecar %s exited before its startup probe succeeded: %s", p.name, strings.TrimSpace(p.log.String()))
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(period):
-		}
-	}
-	return fmt.Errorf("sidecar %s: startup probe failed %d times: %s", p.name, pr.FailureThreshold, strings.TrimSpace(p.log.String()))
 }
 
 // stop ends the sidecars in reverse order with SIGTERM, as the kubelet does
