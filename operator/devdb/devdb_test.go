@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"pgregory.net/rapid"
 
 	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/operator/database"
@@ -197,4 +198,30 @@ func TestMirroredRolesCanDoNothing(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT rolcanlogin, rolcreatedb FROM pg_roles WHERE rolname = 'kept'").Scan(&login, &createDB); err != nil || !login || !createDB {
 		t.Errorf("a role the dev server had was changed: login=%v createdb=%v (%v)", login, createDB, err)
 	}
+}
+
+// TestSocketURLNamesItsDirectory: the dev URL of a socket directory reaches
+// that directory, as the connection's host, whatever characters its path
+// holds (a space, a plus, a percent, query and fragment separators), both
+// as pgx reads it and as ptah's own parser does.
+func TestSocketURLNamesItsDirectory(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		seg := rapid.StringOfN(rapid.SampledFrom([]rune("ab Z+%&=#?;:@$'\"\\é-_.~")), 1, 12, -1)
+		dir := "/" + strings.Join(rapid.SliceOfN(seg, 1, 4).Draw(rt, "segments"), "/")
+		u := devdb.SocketURL(dir)
+		cfg, err := pgx.ParseConfig(u)
+		if err != nil {
+			rt.Fatalf("pgx refuses %s: %v", u, err)
+		}
+		if cfg.Host != dir || cfg.User != devdb.Role || cfg.Database != "postgres" {
+			rt.Fatalf("%s reaches host %q as %q on %q, want %q as %s on postgres", u, cfg.Host, cfg.User, cfg.Database, dir, devdb.Role)
+		}
+		own, err := database.ParseURL(u)
+		if err != nil {
+			rt.Fatalf("ptah refuses %s: %v", u, err)
+		}
+		if own.Host != dir {
+			rt.Fatalf("ptah reads host %q from %s, want %q", own.Host, u, dir)
+		}
+	})
 }

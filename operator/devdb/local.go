@@ -43,8 +43,15 @@ const Role = "ptah"
 // SocketURL is the dev URL of a server Script started with its socket in dir.
 // The directory stays readable in it (slashes unescaped).
 func SocketURL(dir string) string {
-	u := url.URL{Scheme: "postgres", User: url.User(Role), Path: "/postgres",
-		RawQuery: "host=" + strings.ReplaceAll(url.QueryEscape(dir), "%2F", "/") + "&sslmode=disable"}
+	return socketURL(url.User(Role), dir)
+}
+
+// socketURL reaches the server with its socket in dir as user. pgx reads a
+// "+" in the query as itself, not as the space url.QueryEscape meant by
+// it, so a space is written %20.
+func socketURL(user *url.Userinfo, dir string) string {
+	host := strings.NewReplacer("+", "%20", "%2F", "/").Replace(url.QueryEscape(dir))
+	u := url.URL{Scheme: "postgres", User: user, Path: "/postgres", RawQuery: "host=" + host + "&sslmode=disable"}
 	return u.String()
 }
 
@@ -125,8 +132,7 @@ func StartLocal(ctx context.Context) (*Local, error) {
 	}
 	go func() { l.err = l.cmd.Wait(); close(l.exited) }()
 	l.URL = SocketURL(sock)
-	su := url.URL{Scheme: "postgres", User: url.UserPassword("postgres", superPassword), Path: "/postgres", RawQuery: url.Values{"host": {sock}, "sslmode": {"disable"}}.Encode()}
-	l.superURL = su.String()
+	l.superURL = socketURL(url.UserPassword("postgres", superPassword), sock)
 	if err := l.waitReady(ctx, 60*time.Second); err != nil {
 		l.Stop()
 		return nil, err

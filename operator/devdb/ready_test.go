@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -19,28 +18,26 @@ import (
 	"ptah.run/operator/operator/devdb"
 )
 
-// serverUser is the user a dev server runs as in these tests: postgres when
-// the test runs as root (PostgreSQL refuses root), else nil (the test's
-// own). It skips the test when there is none.
+// serverUser is the user a dev server runs as in these tests: postgres
+// when the test runs as root (devdb.PostgresUser, as StartLocal does), else
+// nil (the test's own). It skips the test when there is none.
 func serverUser(t testing.TB) *syscall.Credential {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	u, err := user.Lookup("postgres")
+	cred, err := devdb.PostgresUser()
 	if err != nil {
-		t.Skip("running as root without a postgres user: ", err)
+		t.Skip(err)
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	return cred
 }
 
 // giveTo makes dirs cred's, when there is one.
 func giveTo(t testing.TB, cred *syscall.Credential, dirs ...string) {
+	if cred == nil {
+		return
+	}
 	for _, d := range dirs {
-		if cred == nil {
-			continue
-		}
 		if err := os.Chown(d, int(cred.Uid), int(cred.Gid)); err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +50,7 @@ func giveTo(t testing.TB, cred *syscall.Credential, dirs ...string) {
 // and the server's (the server started first, at once, late, or never),
 // the hook returns success only after the server was started and when
 // ptah's role can connect at once, and without a server it fails at its
-// limit, naming the socket directory. The oracle is a real PostgreSQL
+// limit, naming the socket directory, whatever characters its path holds. The oracle is a real PostgreSQL
 // started by devdb.Script, as the sidecar starts it. 30 cases by default
 // (about half a minute); -rapid.checks=N runs N.
 func TestReadyReturnsOnlyOnceTheServerAnswers(t *testing.T) {
@@ -80,7 +77,9 @@ func TestReadyReturnsOnlyOnceTheServerAnswers(t *testing.T) {
 	n := 0
 	rapid.Check(t, func(rt *rapid.T) {
 		n++
-		dir := filepath.Join(root, "case"+strconv.Itoa(n))
+		// The socket directory as the hook's argument, quoted or not.
+		name := rapid.SampledFrom([]string{"", " with space", "'quoted'", "$(false)", "*"}).Draw(rt, "directory name")
+		dir := filepath.Join(root, "case"+strconv.Itoa(n)+name)
 		sock := filepath.Join(dir, "socket")
 		for _, d := range []string{dir, sock} {
 			if err := os.Mkdir(d, 0o700); err != nil {
