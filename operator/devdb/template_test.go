@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -38,19 +37,8 @@ func TestTemplateStartIsAFreshStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(root) })
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Skip("running as root without a postgres user: ", err)
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
-		if err := os.Chown(root, uid, gid); err != nil {
-			t.Fatal(err)
-		}
-	}
+	cred := serverUser(t)
+	giveTo(t, cred, root)
 	run := func(env []string, args ...string) *exec.Cmd {
 		cmd := exec.Command("/bin/sh", append([]string{"-c", devdb.Script, "ptah-dev-database"}, args...)...)
 		cmd.Env = append([]string{"PATH=" + bin + ":/usr/bin:/bin", "LANG=C"}, env...)
@@ -71,11 +59,7 @@ func TestTemplateStartIsAFreshStart(t *testing.T) {
 			if err := os.Mkdir(d, 0o700); err != nil {
 				t.Fatal(err)
 			}
-			if cred != nil {
-				if err := os.Chown(d, int(cred.Uid), int(cred.Gid)); err != nil {
-					t.Fatal(err)
-				}
-			}
+			giveTo(t, cred, d)
 		}
 		cmd := run(append(env, "PGDATA="+filepath.Join(dir, "data"), "PTAH_DEV_SOCKET_DIR="+sock))
 		var log strings.Builder
