@@ -125,7 +125,11 @@ func (is *isolation) ahead(ctx context.Context, count, limit int) *ahead {
 				continue
 			}
 			go func() {
-				own, err := is.up(ctx)
+				// Once begun, a namespace is made to the end even if the run
+				// is interrupted, so that it is given to a scenario and
+				// removed behind it: scenario-up killed half-way would leave
+				// a namespace nobody removes.
+				own, err := is.up(context.WithoutCancel(ctx))
 				if err != nil {
 					<-a.slots
 				}

@@ -40,7 +40,8 @@ esac
 
 // TestNamespacesAreMadeAhead holds what making namespaces ahead of their
 // scenarios must keep, over generated numbers of scenarios and workers and
-// generated scenario-up failures: each scenario gets a namespace no other
+// generated scenario-up failures and interruptions: each scenario gets a
+// namespace no other
 // scenario gets (or the error of the call that made none), never more than
 // the workers and the spare are in being at once, and every namespace made
 // is removed before the run ends.
@@ -69,7 +70,12 @@ func TestNamespacesAreMadeAhead(t *testing.T) {
 		t.Setenv("FAIL_CALLS", strings.Join(failing, " "))
 		is := &isolation{program: prog, root: t.TempDir()}
 		limit := min(workers, count) + aheadSpare
-		a := is.ahead(context.Background(), count, limit)
+		// The run interrupted after some scenarios took theirs (count: never).
+		cancelAfter := rapid.IntRange(0, count).Draw(rt, "interrupted after takes")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		a := is.ahead(ctx, count, limit)
+		takes := 0
 		work := make(chan int)
 		var mu sync.Mutex
 		seen := map[string]bool{}
@@ -82,6 +88,9 @@ func TestNamespacesAreMadeAhead(t *testing.T) {
 				for range work {
 					own, err := a.take()
 					mu.Lock()
+					if takes++; takes == cancelAfter {
+						cancel()
+					}
 					if err != nil {
 						errs++
 						mu.Unlock()
@@ -103,7 +112,7 @@ func TestNamespacesAreMadeAhead(t *testing.T) {
 		close(work)
 		wg.Wait()
 		a.wait()
-		if errs != len(failing) || len(seen) != count-len(failing) {
+		if errs+len(seen) != count || cancelAfter == count && (errs != len(failing) || len(seen) != count-len(failing)) {
 			rt.Fatalf("%d namespaces and %d errors for %d scenarios, %d of whose scenario-up failed", len(seen), errs, count, len(failing))
 		}
 		inBeing, _ := os.ReadFile(filepath.Join(spaces, ".inbeing"))
