@@ -81,9 +81,12 @@ func New(cfg *rest.Config, namespace string) (*Observer, error) {
 // unknown kind is an error naming it.
 func (o *Observer) Mapping(kind string) (*meta.RESTMapping, error) {
 	m, err := o.mapping(kind)
-	if err != nil && errors.Is(err, errNoKind) {
-		// A scenario may install a CRD after discovery was cached: look
-		// again once before calling the kind unknown.
+	// A scenario may install a CRD after discovery was cached, and the API
+	// server serves a new kind in discovery a moment after the CRD reads
+	// Established: look again, for a few seconds, before calling the kind
+	// unknown.
+	for wait := 50 * time.Millisecond; err != nil && errors.Is(err, errNoKind) && wait <= 2*time.Second; wait *= 2 {
+		time.Sleep(wait)
 		o.deferred.Reset()
 		m, err = o.mapping(kind)
 	}
