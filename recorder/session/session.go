@@ -185,7 +185,7 @@ func (r *Runner) Run(ctx context.Context, s scenario.Scenario) (recording.Scenar
 			err = bounded(res, fmt.Sprintf("reset command %d", i+1), DefaultCommand)
 		}
 		if err == nil && res.Exit != 0 {
-			err = fmt.Errorf("reset command %d exited %d: fix the lab (demo/bin/lab reset) or the command", i+1, res.Exit)
+			err = fmt.Errorf("reset command %d exited %d: fix the lab (demo/bin/lab reset) or the command; %s", i+1, res.Exit, said(res))
 		}
 		if err != nil {
 			return recording.Scenario{}, ru.fail(ctx, 0, nil, time.Now(), err)
@@ -383,6 +383,23 @@ func leftover(n normalize.Normalizer, lines []recording.Line) error {
 		}
 	}
 	return nil
+}
+
+// said is the end of what a failed command wrote to stderr (or, when it
+// wrote nothing there, to stdout), so its own reason is in the report.
+func said(res execute.Result) string {
+	text := strings.TrimSpace(res.Text(execute.Stderr))
+	if text == "" {
+		text = strings.TrimSpace(res.Text(execute.Stdout))
+	}
+	if text == "" {
+		return "it printed nothing"
+	}
+	lines := strings.Split(text, "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return "it ended with:\n    " + strings.Join(lines, "\n    ")
 }
 
 // bounded turns a command that was stopped into its one-line reason.

@@ -289,6 +289,29 @@ func TestRecorder(t *testing.T) {
 		}
 	})
 
+	t.Run("a failed reset says why, credentials redacted, and no step runs", func(t *testing.T) {
+		sc := scenario.Scenario{ID: "reset-fails",
+			Reset: []string{"true", "echo progress; echo 'lab: cluster gone, token " + planted + "' >&2; exit 4"},
+			Steps: []scenario.Step{{Note: "a", Run: "touch ran-after-reset", Expect: &scenario.Expect{Exit: ptr(0)}}}}
+		_, err := l.runner.Run(ctx, sc)
+		var f *Failure
+		if !errors.As(err, &f) || f.Step != 0 {
+			t.Fatalf("run = %v, want a failure at step 0", err)
+		}
+		report := err.Error()
+		for _, want := range []string{"reset command 2 exited 4", "lab: cluster gone", "[redacted]"} {
+			if !strings.Contains(report, want) {
+				t.Errorf("report lacks %q:\n%s", want, report)
+			}
+		}
+		if strings.Contains(report, planted) {
+			t.Errorf("report prints the credential:\n%s", report)
+		}
+		if _, err := os.Stat(l.runner.Shell.Dir + "/ran-after-reset"); err == nil {
+			t.Errorf("a step ran after the reset failed")
+		}
+	})
+
 	t.Run("an unknown kind is an error, not absent", func(t *testing.T) {
 		sc := scenario.Scenario{ID: "unknown", Steps: []scenario.Step{
 			{Note: "a", Run: "true", Expect: &scenario.Expect{Exit: ptr(0), Resource: &scenario.Observation{Kind: "gadget", Name: "x", Absent: true}}},
