@@ -115,6 +115,9 @@ func TestLabUpAndDown(t *testing.T) {
 	if !strings.Contains(stdout.String(), " false") {
 		t.Errorf("the application role is not least-privileged: %q", stdout.String())
 	}
+	start = time.Now()
+	newNamespacesAnswerAtOnce(t, l, ctx, 4)
+	t.Logf("four scenario namespaces, each queried as soon as it was made: %s", time.Since(start).Round(time.Second))
 	stdout.Reset()
 	if err := l.Publish(ctx, "v1"); err != nil {
 		t.Fatalf("lab publish v1: %v", err)
@@ -381,4 +384,24 @@ func applyOutlivesSuspendAndRestart(t *testing.T, l *Lab, ctx context.Context) {
 		t.Fatalf("not InSync after resuming: %v", err)
 	}
 	t.Logf("a v2 Apply waiting on a lock outlived a suspend and the manager's restart, and committed once")
+}
+
+// newNamespacesAnswerAtOnce makes n scenario namespaces one after another and
+// queries each one's database through its Service the moment scenario-up
+// returns, as a scenario's reset does: a namespace handed over before
+// kube-proxy routes its Services sends psql to whatever answers an address
+// nothing routes (CI's smoke met an HTTP reply there).
+func newNamespacesAnswerAtOnce(t *testing.T, l *Lab, ctx context.Context, n int) {
+	t.Helper()
+	for i := range n {
+		out := printedBy(t, l, func() error { return l.ScenarioUp(ctx) })
+		ns, _, _ := strings.Cut(strings.TrimPrefix(out, "NAMESPACE="), "\n")
+		got, err := l.kubectlCmd(ctx, "", "-n", ns, "exec", "deployment/"+psqlDeployment, "--", "psql", "-X", "-tA", "-c", "select 'answered'")
+		if err != nil || strings.TrimSpace(got) != "answered" {
+			t.Errorf("namespace %d (%s), queried as scenario-up returned: %q, %v", i+1, ns, got, err)
+		}
+		if err := l.ScenarioDown(ctx, ns); err != nil {
+			t.Errorf("scenario-down %s: %v", ns, err)
+		}
+	}
 }

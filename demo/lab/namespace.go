@@ -170,6 +170,20 @@ func (l *Lab) psqlDeployment(meta metav1.ObjectMeta, image, database string) *ap
 							{Name: "PGSSLMODE", Value: "disable"},
 							{Name: "PGPASSWORD", ValueFrom: secretKey(databaseSecret, "password")},
 						},
+						// Started means the database answers a query through the
+						// Service: a Service kube-proxy has not programmed yet is an
+						// address nothing routes, and on a machine whose egress
+						// answers any TCP connection psql gets an HTTP reply ("expected
+						// authentication request from server, but received H"). The
+						// registry's Service is applied before the database's, so it is
+						// programmed by then too. A startup probe runs only until it
+						// passes: no exec a second for the Pod's life.
+						StartupProbe: &corev1.Probe{
+							ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+								Command: []string{"psql", "-X", "-q", "-tA", "-c", "select 1"},
+							}},
+							PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 170,
+						},
 						SecurityContext: &corev1.SecurityContext{
 							AllowPrivilegeEscalation: ptr.To(false), ReadOnlyRootFilesystem: ptr.To(true),
 							Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
@@ -239,6 +253,9 @@ func (l *Lab) applyDemo(ctx context.Context, namespace string, objs []any) error
 			return err
 		}
 	}
-	_, err = l.kubectlCmd(ctx, "", "-n", namespace, "rollout", "status", "deployment/"+psqlDeployment, "--timeout=3m")
-	return err
+	if _, err = l.kubectlCmd(ctx, "", "-n", namespace, "rollout", "status", "deployment/"+psqlDeployment, "--timeout=3m"); err != nil {
+		return fmt.Errorf("%w: deployment/%s starts only once it can query %s.%s.svc; see kubectl -n %s describe pod -l app.kubernetes.io/name=%s, and bring the lab's database back with demo/bin/lab up",
+			err, psqlDeployment, postgresService, namespace, namespace, psqlDeployment)
+	}
+	return nil
 }
