@@ -9,8 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"k8s.io/client-go/rest"
 
@@ -22,6 +24,7 @@ import (
 	"ptah.run/operator/recorder/observe"
 	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/scenario"
+	"ptah.run/operator/recorder/terminal"
 )
 
 // Defaults for what a scenario leaves unsaid.
@@ -75,18 +78,39 @@ type Failure struct {
 	scanner *credential.Scanner
 }
 
-// Error is the report, with every line that held a credential redacted and
-// a last line saying how many were.
+// Error is the report as a terminal shows it, with every line that held a
+// credential redacted and a last line saying how many were. The report
+// quotes what commands printed, which may move the cursor between lines:
+// scanned line by line as written, a value drawn in pieces on lines of
+// their own would pass and then show whole. So the whole report is drawn
+// first, as a terminal draws it, and what is left that a terminal would
+// not draw as itself is escaped: the text scanned is the text shown.
 func (f *Failure) Error() string {
 	sc := f.scanner
 	if sc == nil {
 		sc = credential.NewScanner(nil)
 	}
-	text, redacted := sc.Redact(f.report())
+	text, redacted := sc.Redact(printable(terminal.Text(f.report())))
 	if redacted > 0 {
 		text += fmt.Sprintf("\n(%d %s of this report held a credential and %s redacted; the report is not published)", redacted, plural(redacted, "line", "lines"), plural(redacted, "was", "were"))
 	}
 	return text
+}
+
+// printable escapes every rune a terminal would not draw as itself (a
+// control or format character, such as a bidirectional override or a
+// zero-width space) the way Go quotes it.
+func printable(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '\n' || unicode.IsGraphic(r) {
+			b.WriteRune(r)
+			continue
+		}
+		q := strconv.QuoteRune(r)
+		b.WriteString(q[1 : len(q)-1])
+	}
+	return b.String()
 }
 
 func plural(n int, one, many string) string {

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"pgregory.net/rapid"
 
 	"ptah.run/operator/internal/testenv"
 	"ptah.run/operator/recorder/credential"
@@ -23,6 +26,7 @@ import (
 	"ptah.run/operator/recorder/recording"
 	"ptah.run/operator/recorder/runs"
 	"ptah.run/operator/recorder/scenario"
+	"ptah.run/operator/recorder/terminal"
 )
 
 var widgets = schema.GroupVersionResource{Group: "test.ptah.run", Version: "v1", Resource: "widgets"}
@@ -320,6 +324,81 @@ func TestRecorder(t *testing.T) {
 		var f *Failure
 		if !errors.As(err, &f) || f.Err == nil || !strings.Contains(f.Err.Error(), `no resource type "gadget"`) {
 			t.Errorf("run = %v, want an unknown kind error", err)
+		}
+	})
+}
+
+// disguised draws bytes a terminal shows holding secret, written so that
+// the bytes do not: pieces joined by sequences that draw nothing (colours,
+// a window title, a backspaced character, a cursor saved and restored
+// around other text), or a later piece drawn first and the line returned
+// to for the earlier one.
+func disguised(t *rapid.T, secret string) string {
+	cuts := rapid.SliceOfNDistinct(rapid.IntRange(1, len(secret)-1), 1, 8, rapid.ID[int]).Draw(t, "cuts")
+	slices.Sort(cuts)
+	var pieces []string
+	last := 0
+	for _, c := range cuts {
+		pieces = append(pieces, secret[last:c])
+		last = c
+	}
+	pieces = append(pieces, secret[last:])
+	joins := []string{"\x1b[1m", "\x1b[0m", "\x1b[38;5;2m", "\x1b]0;title\x07", "Z\b", "\x1b7junk\x1b8", "\x1b[s\x1b[u"}
+	prefix := rapid.SampledFrom([]string{"", "token ", "lab: "}).Draw(t, "prefix")
+	switch rapid.IntRange(0, 2).Draw(t, "how") {
+	case 1:
+		// Each piece on a line of its own, written back up beside the
+		// one before by moving the cursor, and down again.
+		var b strings.Builder
+		b.WriteString(prefix + pieces[0])
+		col := len(prefix) + len(pieces[0])
+		for i, p := range pieces[1:] {
+			fmt.Fprintf(&b, "\n\x1b[%dA\x1b[%dC%s\x1b[%dB", i+1, col, p, i+1)
+			col += len(p)
+		}
+		return b.String()
+	case 2:
+		// The tail first after blanks as wide as the head, then the head over them.
+		head := pieces[0]
+		return prefix + strings.Repeat("#", len(head)) + strings.Join(pieces[1:], "") + "\r" + prefix + head
+	}
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i, p := range pieces {
+		if i > 0 {
+			b.WriteString(rapid.SampledFrom(joins).Draw(t, "join"))
+		}
+		b.WriteString(p)
+	}
+	return b.String()
+}
+
+// TestAFailureReportNeverShowsACredential: a reset that fails prints a
+// credential in a form only a terminal puts together; the report, as a
+// real terminal emulator shows it, holds it nowhere.
+func TestAFailureReportNeverShowsACredential(t *testing.T) {
+	l := startLab(t)
+	ctx := context.Background()
+	testenv.RapidChecks(t, 40)
+	rapid.Check(t, func(rt *rapid.T) {
+		out := disguised(rt, planted)
+		if !strings.Contains(terminal.Text(out), planted) {
+			rt.Fatalf("the generator's own output %q does not show the credential on a terminal", out)
+		}
+		before := rapid.IntRange(0, 6).Draw(rt, "lines before")
+		file := filepath.Join(l.runner.Shell.Dir, "said")
+		text := strings.Repeat("earlier line\n", before) + out + "\n" + rapid.SampledFrom([]string{"", "after\n"}).Draw(rt, "after")
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			rt.Fatal(err)
+		}
+		sc := scenario.Scenario{ID: "disguised", Reset: []string{"cat said >&2; exit 3"},
+			Steps: []scenario.Step{{Note: "a", Run: "true", Expect: &scenario.Expect{Exit: ptr(0)}}}}
+		_, err := l.runner.Run(ctx, sc)
+		if err == nil {
+			rt.Fatal("the reset failed and the run did not")
+		}
+		if shown := terminal.Text(err.Error()); strings.Contains(shown, planted) {
+			rt.Fatalf("a terminal shows the credential in the report:\n%s", shown)
 		}
 	})
 }
