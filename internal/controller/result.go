@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -471,49 +469,34 @@ func schemaReads(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) []rbacv1.P
 }
 
 // issueCredential creates the operation-bound credential: ServiceAccount,
-// Role and RoleBinding, each owned by the subject. The three are created
-// at once (a binding may name a Role or account not there yet): they are
-// on the path between one operation's end and the next one's Job, and all
-// three exist before that Job is created.
+// Role and RoleBinding, each owned by the subject.
 func issueCredential(ctx context.Context, cl ctrl.Client, s subject, c *v1alpha1.ActiveOperation, reads ...rbacv1.PolicyRule) error {
 	sa, role, rb := credential(s, c, reads...)
-	return eachOf(ctx, credentialObjects(sa, role, rb), func(ctx context.Context, o ctrl.Object) error {
+	objs := []ctrl.Object{role, rb}
+	if sa != nil {
+		objs = append([]ctrl.Object{sa}, objs...)
+	}
+	for _, o := range objs {
 		if err := cl.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %T %s/%s: %w", o, o.GetNamespace(), o.GetName(), err)
 		}
-		return nil
-	})
+	}
+	return nil
 }
 
 // revokeCredential deletes the operation's credential, which invalidates
-// its token; the three deletions are made at once.
+// its token.
 func revokeCredential(ctx context.Context, cl ctrl.Client, s subject, c *v1alpha1.ActiveOperation) {
 	sa, role, rb := credential(s, c)
-	_ = eachOf(ctx, credentialObjects(sa, role, rb), func(ctx context.Context, o ctrl.Object) error {
-		if err := cl.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
-			log.FromContext(ctx).Error(err, "revoke a result credential; the owner reference removes it later", "name", o.GetName())
-		}
-		return nil
-	})
-}
-
-// credentialObjects are a credential's objects; sa is nil when the schema
-// names an account of its own.
-func credentialObjects(sa *corev1.ServiceAccount, role *rbacv1.Role, rb *rbacv1.RoleBinding) []ctrl.Object {
 	objs := []ctrl.Object{rb, role}
 	if sa != nil {
 		objs = append(objs, sa)
 	}
-	return objs
-}
-
-// eachOf runs f on every object at once and returns the first error.
-func eachOf(ctx context.Context, objs []ctrl.Object, f func(context.Context, ctrl.Object) error) error {
-	g, ctx := errgroup.WithContext(ctx)
 	for _, o := range objs {
-		g.Go(func() error { return f(ctx, o) })
+		if err := cl.Delete(ctx, o); err != nil && !apierrors.IsNotFound(err) {
+			log.FromContext(ctx).Error(err, "revoke a result credential; the owner reference removes it later", "name", o.GetName())
+		}
 	}
-	return g.Wait()
 }
 
 // Approval annotations the manager writes; an approval's spec is immutable.
