@@ -343,7 +343,8 @@ func disguised(t *rapid.T, secret string) string {
 		last = c
 	}
 	pieces = append(pieces, secret[last:])
-	joins := []string{"\x1b[1m", "\x1b[0m", "\x1b[38;5;2m", "\x1b]0;title\x07", "Z\b", "\x1b7junk\x1b8", "\x1b[s\x1b[u"}
+	joins := []string{"\x1b[1m", "\x1b[0m", "\x1b[38;5;2m", "\x1b]0;title\x07", "Z\b", "\x1b7junk\x1b8", "\x1b[s\x1b[u",
+		"XX\x1b[2D\x1b[2P"} // two characters written, stepped back over and deleted
 	prefix := rapid.SampledFrom([]string{"", "token ", "lab: "}).Draw(t, "prefix")
 	switch rapid.IntRange(0, 2).Draw(t, "how") {
 	case 1:
@@ -352,8 +353,13 @@ func disguised(t *rapid.T, secret string) string {
 		var b strings.Builder
 		b.WriteString(prefix + pieces[0])
 		col := len(prefix) + len(pieces[0])
+		// Up by a count (CUU) or by reverse index a line at a time.
+		up := rapid.SampledFrom([]func(int) string{
+			func(n int) string { return fmt.Sprintf("\x1b[%dA", n) },
+			func(n int) string { return strings.Repeat("\x1bM", n) },
+		}).Draw(t, "up")
 		for i, p := range pieces[1:] {
-			fmt.Fprintf(&b, "\n\x1b[%dA\x1b[%dC%s\x1b[%dB", i+1, col, p, i+1)
+			fmt.Fprintf(&b, "\n%s\x1b[%dC%s\x1b[%dB", up(i+1), col, p, i+1)
 			col += len(p)
 		}
 		return b.String()
