@@ -154,20 +154,6 @@ func hexDigest(v any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// pinned is ociRef addressed by digest: oci://host/repo@sha256:...
-func pinned(ociRef, digest string) string {
-	ref := ociRef
-	if i := strings.Index(ref, "@"); i >= 0 {
-		ref = ref[:i]
-	}
-	if slash := strings.LastIndex(ref, "/"); slash >= 0 {
-		if colon := strings.LastIndex(ref[slash:], ":"); colon >= 0 {
-			ref = ref[:slash+colon]
-		}
-	}
-	return ref + "@" + digest
-}
-
 // registryHost is the host[:port] of an oci:// reference.
 func registryHost(ociRef string) string {
 	h := strings.TrimPrefix(ociRef, "oci://")

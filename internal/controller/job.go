@@ -13,6 +13,7 @@ import (
 
 	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/artifact"
 )
 
 // Labels the manager puts on what it creates for an operation.
@@ -96,17 +97,18 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 		PlainHTTP:  plainHTTP,
 	}
 	if c.Type != v1alpha1.OperationResolve && s.Status.Source != nil && s.Status.Source.ResolvedDigest != "" {
-		op.OCIRef = pinned(s.Spec.Desired.OCIRef, s.Status.Source.ResolvedDigest)
+		op.OCIRef = artifact.Pinned(s.Spec.Desired.OCIRef, s.Status.Source.ResolvedDigest)
 	}
-	if c.Type == v1alpha1.OperationObserve || c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof {
+	op.ThenPlan = plansAfterResolve(s, c)
+	if c.Type == v1alpha1.OperationObserve || c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof || op.ThenPlan {
 		op.Schemas = s.Spec.Schemas
 	}
 	op.Verify = c.Type == v1alpha1.OperationResolve && s.Spec.Desired.VerificationPolicyFrom != nil
-	switch c.Type {
-	case v1alpha1.OperationPlan, v1alpha1.OperationProof:
+	switch {
+	case c.Type == v1alpha1.OperationPlan, c.Type == v1alpha1.OperationProof, op.ThenPlan:
 		op.ProtectedTables = s.Spec.Policy.ProtectedTables
 		op.ConcurrentIndexes = s.Spec.Policy.Indexes == v1alpha1.IndexesConcurrently
-	case v1alpha1.OperationApply:
+	case c.Type == v1alpha1.OperationApply:
 		if p := s.Status.Plan; p != nil {
 			op.Plan, op.PlanDigest = p.Name, p.Digest
 		}
@@ -115,10 +117,19 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 			op.LockTimeout = lt.Duration.String()
 		}
 	}
-	if ct := s.Spec.Execution.ConnectTimeout; ct != nil && c.Type != v1alpha1.OperationResolve && c.Type != v1alpha1.OperationVerify {
+	if ct := s.Spec.Execution.ConnectTimeout; ct != nil && (op.ThenPlan || c.Type != v1alpha1.OperationResolve && c.Type != v1alpha1.OperationVerify) {
 		op.ConnectTimeout = ct.Duration.String()
 	}
 	return op
+}
+
+// plansAfterResolve: claim c is a Resolve of a schema no fresh plan has
+// proved at this generation, whatever artifact, so whatever digest it finds
+// a Plan of it comes next (readNext), and the Resolve's Pod makes that plan
+// too: a first apply runs one Pod fewer. Where the Resolve could find the
+// proved artifact and lead to an Observe, it plans nothing.
+func plansAfterResolve(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) bool {
+	return c.Type == v1alpha1.OperationResolve && !provable(s)
 }
 
 // job is the Job the manager dispatches for claim c, as this release builds it.

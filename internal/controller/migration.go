@@ -16,6 +16,7 @@ import (
 
 	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/artifact"
 	"ptah.run/operator/operator/report"
 )
 
@@ -293,7 +294,7 @@ func migrationOperation(m *v1alpha1.PtahMigration, c *v1alpha1.ActiveOperation, 
 		PlainHTTP:  plainHTTP,
 	}
 	if m.Status.Source != nil && m.Status.Source.ResolvedDigest != "" {
-		op.OCIRef = pinned(m.Spec.Migrations.OCIRef, m.Status.Source.ResolvedDigest)
+		op.OCIRef = artifact.Pinned(m.Spec.Migrations.OCIRef, m.Status.Source.ResolvedDigest)
 	}
 	lockTimeout := durationOr(m.Spec.Policy.LockTimeout, defaultLockTimeout).String()
 	switch {

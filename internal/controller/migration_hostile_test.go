@@ -412,7 +412,7 @@ func TestMigrationArtifactRefusedBeforeAnythingRuns(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, func(o *envOption) { o.migration = func(r *MigrationReconciler) { r.MaxAttempts = 1 } })
 	good := pushMigrations(t, "refused-"+e.ns, migrationsV1)
-	missing := pinned(good, "sha256:"+strings.Repeat("0", 64))
+	missing := artifact.Pinned(good, "sha256:"+strings.Repeat("0", 64))
 	schema := pushByHand(t, "refused-schema-"+e.ns, artifact.SchemaArtifactType, artifact.SchemaLayerMediaType, map[string]string{"schema.sql": schemaV1})
 	tampered := hashed(t, migrationsV1)
 	tampered["0002_orders.up.sql"] = "DROP TABLE customers;\n"

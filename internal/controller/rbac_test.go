@@ -66,7 +66,7 @@ func TestManagerClusterRole(t *testing.T) {
 		}
 		// One record is lost, so the manager reads it past its cache.
 		o.kubelet.Complete = func(j *batchv1.Job) bool {
-			return strings.HasPrefix(j.Name, "ptah-plan-shop-") && lost.CompareAndSwap(false, true)
+			return strings.HasPrefix(j.Name, "ptah-resolve-shop-") && lost.CompareAndSwap(false, true)
 		}
 	})
 	t.Cleanup(func() {

@@ -51,6 +51,31 @@ func TestSkippedObserveCouldOnlyHavePlanned(t *testing.T) {
 		if !broken("noInSync") {
 			s.Status.Conditions = append(s.Status.Conditions, in)
 		}
+		// A Resolve plans in its own Pod only where, whatever digest it
+		// finds, its reading goes on to a Plan; where one digest could lead
+		// to an Observe it plans nothing.
+		resolve := &v1alpha1.ActiveOperation{Type: v1alpha1.OperationResolve}
+		plans, restable := plansAfterResolve(s, resolve), false
+		for _, d := range append(digests, "sha256:ccc") {
+			after := s.DeepCopy()
+			resolvedTo(after, d)
+			switch readNext(after) {
+			case v1alpha1.OperationPlan:
+			case v1alpha1.OperationObserve:
+				restable = true
+				if plans {
+					t.Fatalf("the Resolve of %+v was told to plan, but finding %s its reading goes on to an Observe", s.Status, d)
+				}
+			}
+		}
+		if !plans && !restable {
+			t.Fatalf("the Resolve of %+v was not told to plan, yet every digest it could find leads to a Plan", s.Status)
+		}
+		for _, other := range []v1alpha1.OperationType{v1alpha1.OperationVerify, v1alpha1.OperationObserve, v1alpha1.OperationPlan, v1alpha1.OperationApply, v1alpha1.OperationProof} {
+			if plansAfterResolve(s, &v1alpha1.ActiveOperation{Type: other}) {
+				t.Fatalf("a %s was told to plan after resolving", other)
+			}
+		}
 		// Only an intact proof lets an Observe decide anything.
 		if want := map[bool]v1alpha1.OperationType{true: v1alpha1.OperationObserve, false: v1alpha1.OperationPlan}[intact]; readNext(s) != want {
 			t.Fatalf("readNext(%+v) = %q, want %q", s.Status, readNext(s), want)

@@ -152,7 +152,8 @@ func forgedWhile(t *testing.T, admission bool) {
 	forged := make(chan struct{})
 	e := newEnv(t, checkedEverySecond, func(o *envOption) {
 		o.kubelet.Hold = func(ctx context.Context, j *batchv1.Job) {
-			if !strings.HasPrefix(j.Name, "ptah-plan-") {
+			// The first Resolve, which plans too: its record carries the plan.
+			if !strings.HasPrefix(j.Name, "ptah-resolve-") {
 				return
 			}
 			once.Do(func() {
@@ -166,12 +167,12 @@ func forgedWhile(t *testing.T, admission bool) {
 	s := e.get("shop")
 	c := s.Status.ActiveOperation
 	if c == nil || c.JobName != j.Name {
-		t.Fatalf("active claim %+v is not the held Plan Job %s", c, j.Name)
+		t.Fatalf("active claim %+v is not the held Resolve Job %s", c, j.Name)
 	}
 	ctx := context.Background()
 	w := recordWriter(t, e.ns, "intruder", j.Name+"-forge")
 	rec := forgedRecord(e.ns, j.Name, "shop", c.ID, c.CoordinationDigest)
-	rec.Spec.Result = &v1alpha1.OperationResult{DriftDetected: ptr.To(false), Plan: &v1alpha1.PlanResult{
+	rec.Spec.Result = &v1alpha1.OperationResult{ResolvedDigest: "sha256:" + strings.Repeat("b", 64), Plan: &v1alpha1.PlanResult{
 		Fingerprint: "sha256:" + strings.Repeat("b", 64), BaseFingerprint: "forged", DesiredFingerprint: "forged",
 		Digest: "sha256:" + strings.Repeat("b", 64), Statements: []v1alpha1.Statement{}}}
 	if !admission {
@@ -211,7 +212,7 @@ func forgedWhile(t *testing.T, admission bool) {
 		if _, err := readRecord(ctx, shared.c, shared.c, e.rec.Admission, 10*time.Second, s, c); err == nil || !strings.Contains(err.Error(), "record admission is not enforcing") {
 			t.Errorf("with the self-test, the forgery is read as %v, want a refusal naming record admission", err)
 		}
-		time.Sleep(5 * time.Second) // the Plan Job ends meanwhile
+		time.Sleep(5 * time.Second) // the Resolve Job ends meanwhile
 		s := e.get("shop")
 		if !admissionLapsed(s) || s.Status.Plan != nil {
 			t.Errorf("while record admission is down: conditions %s, plan %+v; want the schema held and no plan", conditions(s), s.Status.Plan)
@@ -230,9 +231,9 @@ func forgedWhile(t *testing.T, admission bool) {
 	// InSync came from a real Apply: the tables are there.
 	shared.pg.Exec(t, e.db, "SELECT id, email FROM customers; SELECT id, customer_id, note FROM orders")
 	if !admission {
-		// The plan came from a record of the Plan Job written once admission
-		// stamped again (its runner writes again when its record is gone),
-		// or from a Plan claimed anew: never from the forgery.
+		// The plan came from a record of the Resolve Job written once
+		// admission stamped again (its runner writes again when its record is
+		// gone), or from an operation claimed anew: never from the forgery.
 		var now v1alpha1.PtahResultRecord
 		err := shared.c.Get(ctx, client.ObjectKeyFromObject(rec), &now)
 		if err == nil && now.UID == rec.UID {

@@ -94,7 +94,7 @@ func (r *SchemaReconciler) resolved(ctx context.Context, s *v1alpha1.PtahSchema,
 	resolvedTo(s, res.ResolvedDigest)
 	if s.Spec.Desired.VerificationPolicyFrom == nil {
 		unverified(s)
-		return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
+		return r.thenRead(ctx, s, c, res)
 	}
 	if res.Verified != nil {
 		// The Resolve verified what it resolved, in the same inspection.
@@ -105,7 +105,7 @@ func (r *SchemaReconciler) resolved(ctx context.Context, s *v1alpha1.PtahSchema,
 		return reconcile.Result{}, err
 	}
 	if s.Status.Source.Verified && s.Status.Source.PolicyDigest == policy {
-		return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
+		return r.thenRead(ctx, s, c, res)
 	}
 	// A runner that does not verify while resolving: a Verify of its own.
 	return r.finish(ctx, s, c, v1alpha1.OperationVerify, 1, time.Time{})
@@ -162,7 +162,21 @@ func (r *SchemaReconciler) verified(ctx context.Context, s *v1alpha1.PtahSchema,
 	s.Status.Source.Verified, s.Status.Source.PolicyDigest = true, policy
 	setCondition(s, v1alpha1.ConditionArtifactVerified, metav1.ConditionTrue, v1alpha1.ReasonVerified,
 		fmt.Sprintf("%s satisfies the policy in ConfigMap %s", s.Status.Source.ResolvedDigest, s.Spec.Desired.VerificationPolicyFrom.Name))
-	return r.finish(ctx, s, c, readNext(s), 1, time.Time{})
+	return r.thenRead(ctx, s, c, res)
+}
+
+// thenRead ends a Resolve or Verify with the read that follows it
+// (readNext). When that is a Plan and the Resolve's Pod already made it
+// (plansAfterResolve), from the digest just recorded and after the verdict
+// about it, the plan is taken as a Plan's would be; otherwise the read is
+// claimed. A plan that comes where an Observe is next is not used: only an
+// Observe may say a proved schema is still in sync.
+func (r *SchemaReconciler) thenRead(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, res *v1alpha1.OperationResult) (reconcile.Result, error) {
+	next := readNext(s)
+	if next == v1alpha1.OperationPlan && c.Type == v1alpha1.OperationResolve && res.Plan != nil {
+		return r.planned(ctx, s, c, res)
+	}
+	return r.finish(ctx, s, c, next, 1, time.Time{})
 }
 
 // readNext is the read that follows Resolve and Verify. An Observe only
@@ -189,10 +203,14 @@ func afterObserve(s *v1alpha1.PtahSchema, drift bool) v1alpha1.OperationType {
 // change (protected tables, policy, exclusions) only a fresh plan at the
 // current generation may say InSync again.
 func proved(s *v1alpha1.PtahSchema) bool {
-	applied := s.Status.Applied
+	return provable(s) && s.Status.Source != nil && s.Status.Applied.ArtifactDigest == s.Status.Source.ResolvedDigest
+}
+
+// provable: some artifact, the one status.applied names, is proved at the
+// current generation, so a Resolve that finds it leads to an Observe.
+func provable(s *v1alpha1.PtahSchema) bool {
 	c := meta.FindStatusCondition(s.Status.Conditions, v1alpha1.ConditionInSync)
-	return applied != nil && s.Status.Source != nil && applied.ArtifactDigest == s.Status.Source.ResolvedDigest &&
-		c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation
+	return s.Status.Applied != nil && c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == s.Generation
 }
 
 func (r *SchemaReconciler) observed(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, res *v1alpha1.OperationResult) (reconcile.Result, error) {

@@ -38,11 +38,28 @@ func TestFirstApplyConverges(t *testing.T) {
 	if len(e.jobs("ptah-apply-shop-")) != 1 || len(e.jobs("ptah-proof-shop-")) != 1 {
 		t.Errorf("want one Apply and one Proof Job, have %d and %d", len(e.jobs("ptah-apply-shop-")), len(e.jobs("ptah-proof-shop-")))
 	}
-	// Nothing was proved before, so Resolve was followed by the Plan at once:
-	// an Observe could only have led to it.
-	if n := len(e.jobs("ptah-observe-shop-")); n != 0 {
-		t.Errorf("%d Observe Jobs in a first apply, want none (Resolve, Plan, Apply, Proof)", n)
+	// Nothing was proved before, so the Resolve's Pod planned too: an Observe
+	// could only have led to that plan, and a Plan Pod would only have made it.
+	if n := len(e.jobs("ptah-observe-shop-")) + len(e.jobs("ptah-plan-shop-")); n != 0 {
+		t.Errorf("%d Observe and Plan Jobs in a first apply, want none (Resolve with its plan, Apply, Proof)", n)
 	}
+	for _, j := range e.jobs("ptah-resolve-shop-") {
+		if !jobOperation(t, j).ThenPlan {
+			t.Errorf("the first Resolve %s was not told to plan", j.Name)
+		}
+	}
+}
+
+// planJobs counts the Jobs that made a plan: Plans, Proofs, and Resolves
+// told to plan after they resolve.
+func (e *env) planJobs(t *testing.T) int {
+	n := len(e.jobs("ptah-plan-")) + len(e.jobs("ptah-proof-"))
+	for _, j := range e.jobs("ptah-resolve-") {
+		if jobOperation(t, j).ThenPlan {
+			n++
+		}
+	}
+	return n
 }
 
 // TestSpecChangeIsProvedByAFreshPlan: after a spec change that leaves the
@@ -52,14 +69,14 @@ func TestSpecChangeIsProvedByAFreshPlan(t *testing.T) {
 	e := newEnv(t)
 	e.schema()
 	e.await("shop", "InSync=True (ScopedConverged)", converge, condition(v1alpha1.ConditionInSync, metav1.ConditionTrue, v1alpha1.ReasonScopedConverged))
-	plans := len(e.jobs("ptah-plan-shop-")) + len(e.jobs("ptah-proof-shop-"))
+	plans := e.planJobs(t)
 	e.update("shop", func(s *v1alpha1.PtahSchema) { s.Spec.Policy.ProtectedTables = []string{"audit_log"} })
 	// condition (through inSync) requires the condition at the current generation.
 	s := inSync(e)
 	if s.Generation < 2 {
 		t.Fatalf("generation %d: the spec change did not land", s.Generation)
 	}
-	if now := len(e.jobs("ptah-plan-shop-")) + len(e.jobs("ptah-proof-shop-")); now <= plans {
+	if now := e.planJobs(t); now <= plans {
 		t.Errorf("InSync at generation %d without a new plan (%d plan Jobs before, %d after)", s.Generation, plans, now)
 	}
 }

@@ -22,6 +22,7 @@ import (
 
 	"ptah.run/operator/internal/runner"
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/artifact"
 )
 
 // pushMigrations publishes files as a migrations artifact with the real
@@ -73,7 +74,7 @@ func pushMigrationFiles(t *testing.T, tag string, files map[string]string, hash 
 	}
 	out := ptah("migrations", "push", "oci://"+shared.reg.Host+"/shop/migrations:"+tag, "--dir", dir, "--plain-http", "--json")
 	must(t, json.Unmarshal(out, &doc))
-	return pinned(doc.Result.Reference, doc.Result.Digest)
+	return artifact.Pinned(doc.Result.Reference, doc.Result.Digest)
 }
 
 // TestMigrationJobsShareTheMachinery runs a PtahMigration's operations

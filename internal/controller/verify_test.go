@@ -84,6 +84,16 @@ func TestAResolveThatDidNotVerifyIsFollowedByAVerify(t *testing.T) {
 	if n := len(e.jobs("ptah-plan-")) + len(e.jobs("ptah-observe-")) + len(e.jobs("ptah-apply-")); n != 0 {
 		t.Errorf("%d Observe, Plan or Apply Jobs ran for an artifact the policy refuses", n)
 	}
+	// The Resolve was still told to plan, and planned an artifact no verdict
+	// covered: that plan is not taken.
+	for _, j := range e.jobs("ptah-resolve-") {
+		if !jobOperation(t, j).ThenPlan {
+			t.Errorf("Resolve %s was not told to plan, so its plan's fate is not tested", j.Name)
+		}
+	}
+	if s := e.get("shop"); len(e.plans()) != 0 || s.Status.Plan != nil {
+		t.Errorf("a plan made without a verdict was published: %d objects, status.plan %+v", len(e.plans()), s.Status.Plan)
+	}
 }
 
 // resolveEnv reads a Job's operation and whether it carries the policy.

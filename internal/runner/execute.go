@@ -12,6 +12,7 @@ import (
 	"strconv"
 
 	v1alpha1 "ptah.run/operator/operator/api/v1alpha1"
+	"ptah.run/operator/operator/artifact"
 	"ptah.run/operator/operator/report"
 	"ptah.run/operator/operator/schema"
 )
@@ -162,8 +163,36 @@ func execute(ctx context.Context, cfg Config, env map[string]string, c *apiClien
 		}
 	}
 
-	var doc *document
-	cmds := commands(op)
+	doc, ran := runCommands(ctx, cfg, ptah, dir, commands(op), out)
+	if !ran {
+		return
+	}
+	if op.Type == OpMigrationObserve || op.Type == OpMigrationApply {
+		// A failed run's report still says what it committed.
+		fields, err := migrationFields(doc, filepath.Join(dir, migrationsDir))
+		if err != nil {
+			fail("%v", err)
+			return
+		}
+		out.Fields = fields
+		return
+	}
+	fields, err := readFields(op, out, doc, dir)
+	if err != nil {
+		fail("%v", err)
+		return
+	}
+	if op.ThenPlan && op.Type == OpResolve && out.Error == nil && fields != nil && fields.ResolvedDigest != "" {
+		fields.Plan = planAfter(ctx, cfg, ptah, dir, op, fields.ResolvedDigest)
+	}
+	out.Fields = fields
+}
+
+// runCommands runs cmds in dir, each only if the one before it succeeded,
+// and fills out's exit code, report and error. doc is the report of the last
+// command when that command ran. ran is false when ptah could not run or a
+// command reported nothing, with out.Error saying so.
+func runCommands(ctx context.Context, cfg Config, ptah, dir string, cmds [][]string, out *Outcome) (doc *document, ran bool) {
 	// last: the operation's own command ran, so doc is its report rather
 	// than that of a step before it.
 	last := false
@@ -176,8 +205,8 @@ func execute(ctx context.Context, cfg Config, env map[string]string, c *apiClien
 		cmd.Stdout = &stdout
 		code, err := exitCode(cmd.Run())
 		if err != nil {
-			fail("ptah could not run: %v", err)
-			return
+			out.Error = &Error{Code: ErrOperation, Message: fmt.Sprintf("ptah could not run: %v", err)}
+			return nil, false
 		}
 		out.ChildExitCode = code
 		doc = lastDocument(stdout.Bytes())
@@ -197,29 +226,41 @@ func execute(ctx context.Context, cfg Config, env map[string]string, c *apiClien
 			break
 		}
 		if doc == nil {
-			fail("ptah %s %s exited %d without a --json report", args[0], args[1], code)
-			return
+			out.Error = &Error{Code: ErrOperation, Message: fmt.Sprintf("ptah %s %s exited %d without a --json report", args[0], args[1], code)}
+			return nil, false
 		}
 	}
 	if !last {
 		doc = nil
 	}
-	if op.Type == OpMigrationObserve || op.Type == OpMigrationApply {
-		// A failed run's report still says what it committed.
-		fields, err := migrationFields(doc, filepath.Join(dir, migrationsDir))
-		if err != nil {
-			fail("%v", err)
-			return
+	return doc, true
+}
+
+// planAfter is the plan a Plan of digest would make, made in the Resolve's
+// Pod from the pinned digest, so nothing is planned from other bytes than
+// the ones resolved. It is nil when any step fails, the reason in the log:
+// the Resolve's own result stands, and the manager plans in a Pod of its
+// own, where a failure is retried and reported as any Plan's.
+func planAfter(ctx context.Context, cfg Config, ptah, dir string, op *Operation, digest string) *v1alpha1.PlanResult {
+	plan := *op
+	plan.Type, plan.OCIRef, plan.Verify, plan.ThenPlan = OpPlan, artifact.Pinned(op.OCIRef, digest), false, false
+	out := &Outcome{}
+	doc, ran := runCommands(ctx, cfg, ptah, dir, commands(&plan), out)
+	why := errorSuffix(out.Error)
+	if ran && out.Error == nil {
+		fields, err := readFields(&plan, out, doc, dir)
+		switch {
+		case err != nil:
+			why = ", " + err.Error()
+		case fields != nil && fields.Plan != nil:
+			fmt.Fprintf(cfg.Log, "runner: planned %s after resolving it: %d statements\n", plan.OCIRef, len(fields.Plan.Statements))
+			return fields.Plan
+		default:
+			why = ", ptah reported no plan"
 		}
-		out.Fields = fields
-		return
 	}
-	fields, err := readFields(op, out, doc, dir)
-	if err != nil {
-		fail("%v", err)
-		return
-	}
-	out.Fields = fields
+	fmt.Fprintf(cfg.Log, "runner: the plan after the resolve did not complete%s; the result is the resolve's alone, and a Plan follows in a Pod of its own\n", why)
+	return nil
 }
 
 // lastDocument is the last line of stdout that is a ptah report.

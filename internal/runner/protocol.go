@@ -102,6 +102,15 @@ type Operation struct {
 	// reported and no Verify Pod follows. A runner that does not know the
 	// field resolves only, and the manager then claims a Verify.
 	Verify bool `json:"verify,omitempty"`
+	// ThenPlan, on a Resolve of a schema no fresh plan has proved, plans in
+	// the same Pod from the digest just resolved (and, under a policy,
+	// verified), as the Plan that would follow would: the fields a Plan
+	// reads (Schemas, ProtectedTables, ConcurrentIndexes, ConnectTimeout)
+	// are set, and the Pod has the Plan's dev database. A plan step that
+	// fails leaves the Resolve's result whole and without a plan; the
+	// manager then claims a Plan, whose failure is reported as any Plan's.
+	// A runner that does not know the field reports no plan either.
+	ThenPlan bool `json:"thenPlan,omitempty"`
 	// ProtectedTables and Exclude are passed to ptah schema plan.
 	ProtectedTables []string `json:"protectedTables,omitempty"`
 	Exclude         []string `json:"exclude,omitempty"`

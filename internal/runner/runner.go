@@ -171,6 +171,8 @@ func parseOperation(s string) (*Operation, error) {
 		return &op, fmt.Errorf("a %s operation needs an ociRef", op.Type)
 	case op.Kind != "" && op.Kind != v1alpha1.KindPtahSchema && op.Kind != v1alpha1.KindPtahMigration:
 		return &op, fmt.Errorf("the operation's subject kind %q is neither %s nor %s", op.Kind, v1alpha1.KindPtahSchema, v1alpha1.KindPtahMigration)
+	case op.ThenPlan && op.Type != OpResolve:
+		return &op, fmt.Errorf("a %s operation cannot plan after it; only a resolve can", op.Type)
 	case op.Type == OpMigrationApply && len(op.ExpectSequence) == 0:
 		return &op, errors.New("a migration-apply operation names no versions in expectSequence; an Apply applies exactly what its plan listed")
 	case op.ResultTransport != "" && op.ResultTransport != TransportDurable && op.ResultTransport != TransportPodLog:

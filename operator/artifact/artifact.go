@@ -85,6 +85,21 @@ func ParseRef(s string) (registry.Reference, error) {
 	return r, nil
 }
 
+// Pinned is ociRef addressed by digest alone, oci://HOST/REPO@DIGEST: a tag
+// or digest it named is dropped, so what is pulled is what was resolved.
+func Pinned(ociRef, digest string) string {
+	ref := ociRef
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref = ref[:i]
+	}
+	if slash := strings.LastIndex(ref, "/"); slash >= 0 {
+		if colon := strings.LastIndex(ref[slash:], ":"); colon >= 0 {
+			ref = ref[:slash+colon]
+		}
+	}
+	return ref + "@" + digest
+}
+
 func (c *Client) repository(ref registry.Reference) (*remote.Repository, error) {
 	repo, err := remote.NewRepository(ref.Registry + "/" + ref.Repository)
 	if err != nil {
