@@ -45,7 +45,7 @@ func loadsDesired(t v1alpha1.OperationType) bool {
 // container that keeps running) which the runner starts after, once it
 // accepts connections.
 func (r *SchemaReconciler) withDevDatabase(j *batchv1.Job, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
-	if !loadsDesired(c.Type) && !plansAfterResolve(s, c) {
+	if !loadsDesired(c.Type) && !c.ThenPlan {
 		return
 	}
 	pod := &j.Spec.Template.Spec

@@ -99,7 +99,7 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 	if c.Type != v1alpha1.OperationResolve && s.Status.Source != nil && s.Status.Source.ResolvedDigest != "" {
 		op.OCIRef = artifact.Pinned(s.Spec.Desired.OCIRef, s.Status.Source.ResolvedDigest)
 	}
-	op.ThenPlan = plansAfterResolve(s, c)
+	op.ThenPlan = c.ThenPlan && c.Type == v1alpha1.OperationResolve
 	if c.Type == v1alpha1.OperationObserve || c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof || op.ThenPlan {
 		op.Schemas = s.Spec.Schemas
 	}
@@ -123,13 +123,13 @@ func operation(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, plainHTTP bo
 	return op
 }
 
-// plansAfterResolve: claim c is a Resolve of a schema no fresh plan has
+// plansAfterResolve: a claim of typ is a Resolve of a schema no fresh plan has
 // proved at this generation, whatever artifact, so whatever digest it finds
 // a Plan of it comes next (readNext), and the Resolve's Pod makes that plan
 // too: a first apply runs one Pod fewer. Where the Resolve could find the
 // proved artifact and lead to an Observe, it plans nothing.
-func plansAfterResolve(s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) bool {
-	return c.Type == v1alpha1.OperationResolve && !provable(s)
+func plansAfterResolve(s *v1alpha1.PtahSchema, typ v1alpha1.OperationType) bool {
+	return typ == v1alpha1.OperationResolve && !provable(s)
 }
 
 // job is the Job the manager dispatches for claim c, as this release builds it.

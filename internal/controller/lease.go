@@ -19,18 +19,20 @@ import (
 // The database lease: one coordination.k8s.io Lease per database (named from
 // the Secret reference that reaches it, since the manager never reads the
 // URL) guards the operations whose result depends on nobody else changing
-// the database meanwhile: Plan, Proof and Apply. Its holder is the claim's
-// operation id. A result is accepted only if the claim held the lease
-// without a break from dispatch to the record.
+// the database meanwhile: Plan, Proof, Apply and a Resolve that plans. Its
+// holder is the claim's operation id. A result is accepted only if the claim
+// held the lease without a break from dispatch to the record.
 
 const (
 	defaultLeaseDuration = time.Minute
 	leaseRecheck         = 5 * time.Second
 )
 
-// guarded operations run under the database lease.
-func guarded(typ v1alpha1.OperationType) bool {
-	return typ == v1alpha1.OperationPlan || typ == v1alpha1.OperationProof || typ == v1alpha1.OperationApply
+// guarded claims run under the database lease: Plan, Proof, Apply, and a
+// Resolve that plans after it resolves.
+func guarded(c *v1alpha1.ActiveOperation) bool {
+	return c.Type == v1alpha1.OperationPlan || c.Type == v1alpha1.OperationProof || c.Type == v1alpha1.OperationApply ||
+		c.Type == v1alpha1.OperationResolve && c.ThenPlan
 }
 
 // leaseName names the lease of the database s targets.
@@ -168,7 +170,7 @@ func continuity(l *coordinationv1.Lease, c *v1alpha1.ActiveOperation, at time.Ti
 
 // release hands the lease back if c still holds it.
 func (r *SchemaReconciler) release(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation) {
-	if !guarded(c.Type) {
+	if !guarded(c) {
 		return
 	}
 	l, err := r.readLease(ctx, s)

@@ -124,7 +124,13 @@ func reconcileOne[S subject](ctx context.Context, e *engine, req reconcile.Reque
 
 // newClaim is the claim of attempt attempt of operation typ on s as s now is.
 func newClaim(e *engine, s subject, typ v1alpha1.OperationType, attempt int32) *v1alpha1.ActiveOperation {
-	return subjectClaim(s, s.SubjectSpec(), s.SubjectPlanFingerprint(), typ, attempt, e.Binding.of(s), e.clock())
+	c := subjectClaim(s, s.SubjectSpec(), s.SubjectPlanFingerprint(), typ, attempt, e.Binding.of(s), e.clock())
+	// Decided once, when claimed: the Job, the lease and the reading of the
+	// result all follow the claim, whatever the status does meanwhile.
+	if ps, ok := s.(*v1alpha1.PtahSchema); ok {
+		c.ThenPlan = plansAfterResolve(ps, typ)
+	}
+	return c
 }
 
 // templateDigest is the digest of the Pod template k would dispatch for c:

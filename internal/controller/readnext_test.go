@@ -54,8 +54,7 @@ func TestSkippedObserveCouldOnlyHavePlanned(t *testing.T) {
 		// A Resolve plans in its own Pod only where, whatever digest it
 		// finds, its reading goes on to a Plan; where one digest could lead
 		// to an Observe it plans nothing.
-		resolve := &v1alpha1.ActiveOperation{Type: v1alpha1.OperationResolve}
-		plans, restable := plansAfterResolve(s, resolve), false
+		plans, restable := plansAfterResolve(s, v1alpha1.OperationResolve), false
 		for _, d := range append(digests, "sha256:ccc") {
 			after := s.DeepCopy()
 			resolvedTo(after, d)
@@ -72,7 +71,7 @@ func TestSkippedObserveCouldOnlyHavePlanned(t *testing.T) {
 			t.Fatalf("the Resolve of %+v was not told to plan, yet every digest it could find leads to a Plan", s.Status)
 		}
 		for _, other := range []v1alpha1.OperationType{v1alpha1.OperationVerify, v1alpha1.OperationObserve, v1alpha1.OperationPlan, v1alpha1.OperationApply, v1alpha1.OperationProof} {
-			if plansAfterResolve(s, &v1alpha1.ActiveOperation{Type: other}) {
+			if plansAfterResolve(s, other) {
 				t.Fatalf("a %s was told to plan after resolving", other)
 			}
 		}

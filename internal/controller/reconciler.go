@@ -76,7 +76,7 @@ func (r *SchemaReconciler) admissionDown(ctx context.Context, s *v1alpha1.PtahSc
 	}
 	res := reconcile.Result{RequeueAfter: r.Admission.interval()}
 	c := s.Status.ActiveOperation
-	if c == nil || c.JobUID == "" || !guarded(c.Type) {
+	if c == nil || c.JobUID == "" || !guarded(c) {
 		return res, nil
 	}
 	lost, err := r.renew(ctx, s, c)
@@ -167,7 +167,7 @@ func (r *SchemaReconciler) rest(ctx context.Context, s *v1alpha1.PtahSchema) (re
 // running keeps a guarded operation's database lease while its Job runs,
 // and reports the Pod's admission refusals.
 func (r *SchemaReconciler) running(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, j *batchv1.Job) (reconcile.Result, error) {
-	if guarded(c.Type) {
+	if guarded(c) {
 		lost, err := r.renew(ctx, s, c)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -195,7 +195,7 @@ func (r *SchemaReconciler) running(ctx context.Context, s *v1alpha1.PtahSchema, 
 // accept consumes rec unless it was produced without continuous ownership
 // of the database lease its operation needed.
 func (r *SchemaReconciler) accept(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, rec *v1alpha1.PtahResultRecord) (reconcile.Result, error) {
-	if guarded(c.Type) {
+	if guarded(c) {
 		l, err := r.readLease(ctx, s)
 		if err != nil {
 			return reconcile.Result{}, err
@@ -230,7 +230,7 @@ func (r *SchemaReconciler) admit(ctx context.Context, s *v1alpha1.PtahSchema, c 
 			return false, reconcile.Result{Requeue: err == nil && s.Status.ActiveOperation != nil}, err
 		}
 	}
-	if guarded(c.Type) {
+	if guarded(c) {
 		wait, err := r.acquire(ctx, s, c)
 		if err != nil || wait > 0 {
 			return false, reconcile.Result{RequeueAfter: wait}, err

@@ -243,12 +243,12 @@ func forgedWhile(t *testing.T, admission bool) {
 	}
 	plans := 0
 	for _, m := range e.eventsOf(v1alpha1.EventOperationStarted) {
-		if strings.HasPrefix(m, "Plan Job ") && !strings.Contains(m, j.Name) {
+		if strings.HasPrefix(m, "Resolve Job ") && !strings.Contains(m, j.Name) {
 			plans++
 		}
 	}
 	if plans == 0 {
-		t.Errorf("the Plan was not claimed again under a new name; events:\n%s", e.eventLines())
+		t.Errorf("the Resolve was not claimed again under a new name; events:\n%s", e.eventLines())
 	}
 }
 

@@ -167,13 +167,13 @@ func (r *SchemaReconciler) verified(ctx context.Context, s *v1alpha1.PtahSchema,
 
 // thenRead ends a Resolve or Verify with the read that follows it
 // (readNext). When that is a Plan and the Resolve's Pod already made it
-// (plansAfterResolve), from the digest just recorded and after the verdict
-// about it, the plan is taken as a Plan's would be; otherwise the read is
-// claimed. A plan that comes where an Observe is next is not used: only an
+// (a claim marked ThenPlan, which held the database lease for it), from the
+// digest just recorded and after the verdict about it, the plan is taken as
+// a Plan's would be; otherwise the read is claimed. A plan that comes where an Observe is next is not used: only an
 // Observe may say a proved schema is still in sync.
 func (r *SchemaReconciler) thenRead(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, res *v1alpha1.OperationResult) (reconcile.Result, error) {
 	next := readNext(s)
-	if next == v1alpha1.OperationPlan && c.Type == v1alpha1.OperationResolve && res.Plan != nil {
+	if next == v1alpha1.OperationPlan && c.Type == v1alpha1.OperationResolve && c.ThenPlan && res.Plan != nil {
 		return r.planned(ctx, s, c, res)
 	}
 	return r.finish(ctx, s, c, next, 1, time.Time{})

@@ -331,6 +331,11 @@ type ActiveOperation struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Approval string `json:"approval,omitempty"`
+	// ThenPlan marks a Resolve that plans in its own Pod after it resolves
+	// (and verifies), because whatever it finds a Plan comes next. Such a
+	// claim runs under the database lease, as a Plan does.
+	// +optional
+	ThenPlan bool `json:"thenPlan,omitempty"`
 }
 
 // Source is the artifact spec.desired resolved to.
