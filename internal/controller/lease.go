@@ -184,13 +184,19 @@ func (r *SchemaReconciler) release(ctx context.Context, s *v1alpha1.PtahSchema, 
 }
 
 // leaseLost discards the result of c, which was produced without continuous
-// ownership of the database, and restarts the read-only proof.
+// ownership of the database, and restarts the read-only proof (from the
+// Resolve, when c was a Resolve that planned).
 func (r *SchemaReconciler) leaseLost(ctx context.Context, s *v1alpha1.PtahSchema, c *v1alpha1.ActiveOperation, why string) (reconcile.Result, error) {
 	r.ended(s, c, "discarded")
 	warning(r.Events, s, v1alpha1.EventLeaseContinuityLost, "Coordinate",
 		"database lock ownership was not continuous during %s operation %s (%s), so its result is discarded and the proof restarts", runnerOp(c.Type), c.JobName, why)
 	if c.Type == v1alpha1.OperationApply {
 		setCondition(s, v1alpha1.ConditionApplying, metav1.ConditionFalse, v1alpha1.ReasonJobCompleted, "the Apply's result was discarded: "+why)
+	}
+	if c.Type == v1alpha1.OperationResolve {
+		// Its digest went with its plan: the reading starts over.
+		s.Status.Phase = v1alpha1.PhaseResolving
+		return r.finish(ctx, s, c, v1alpha1.OperationResolve, 1, time.Time{})
 	}
 	s.Status.Phase = v1alpha1.PhaseObserving
 	return r.finish(ctx, s, c, v1alpha1.OperationObserve, 1, time.Time{})
