@@ -90,7 +90,7 @@ func TestMetricsAfterConvergence(t *testing.T) {
 		{"ptah_jobs_created_total", mine("kind", "PtahSchema", "type", "Apply"), func(v float64) bool { return v == 1 }, "1"},
 		{"ptah_jobs_created_total", mine("kind", "PtahSchema", "type", "Proof"), func(v float64) bool { return v == 1 }, "1"},
 		{"ptah_operation_duration_seconds", mine("kind", "PtahSchema", "type", "Apply", "outcome", "succeeded"), func(v float64) bool { return v == 1 }, "1 observation"},
-		{"ptah_operation_duration_seconds", mine("kind", "PtahSchema", "type", "Plan", "outcome", "succeeded"), func(v float64) bool { return v >= 1 }, "at least 1 observation"},
+		{"ptah_operation_duration_seconds", mine("kind", "PtahSchema", "type", "Resolve", "outcome", "succeeded"), func(v float64) bool { return v >= 1 }, "at least 1 observation"},
 		// The migration's, apart from the schema's by kind.
 		{"ptah_migration_state", mine("name", "shop", "state", "in_sync"), func(v float64) bool { return v == 1 }, "1"},
 		{"ptah_migration_state", mine("name", "shop", "state", "unresolved_run"), func(v float64) bool { return v == 0 }, "0"},
