@@ -162,6 +162,11 @@ func TestOperationPodsCarryTheDevDatabase(t *testing.T) {
 		if envValue(sc, runner.EnvDatabaseURL) != nil {
 			t.Errorf("%s: the sidecar holds the target's URL", j.Name)
 		}
+		for _, v := range pod.Volumes {
+			if v.Name == devDataVolume && (v.EmptyDir == nil || v.EmptyDir.Medium != corev1.StorageMediumMemory || v.EmptyDir.SizeLimit == nil || v.EmptyDir.SizeLimit.IsZero()) {
+				t.Errorf("%s: the dev database's data volume is %+v, want an emptyDir in memory with a size limit", j.Name, v.VolumeSource)
+			}
+		}
 	}
 	// The first plan is made in the Resolve's Pod; the re-check's Resolve,
 	// of a proved schema, plans nothing and has no dev database.

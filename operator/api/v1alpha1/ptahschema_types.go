@@ -241,7 +241,10 @@ type DevDatabase struct {
 	// +kubebuilder:validation:Pattern=`^[^\s]+$`
 	// +optional
 	Image string `json:"image,omitempty"`
-	// Resources of the sidecar.
+	// Resources of the sidecar. Its data directory is in memory (an
+	// emptyDir of medium Memory, at most 1Gi), which counts toward the
+	// sidecar's memory: a limit must leave room for the copied cluster
+	// (about 40 MiB) and the desired schema loaded into it.
 	// +optional
 	Resources *corev1.ResourceRequirements `json:"resources,omitempty"`
 	// URLFrom names the Secret key holding the URL of a PostgreSQL server,
