@@ -294,21 +294,15 @@ var resolveClaimed = phase{
 }
 
 func opRunning(typ v1alpha1.OperationType) phase {
-	return claimRunning(string(typ), func(c *v1alpha1.ActiveOperation) bool { return c.Type == typ })
-}
-
-// claimRunning is the phase in which the runner of an active claim that is
-// holds, and has not delivered its record yet.
-func claimRunning(name string, is func(*v1alpha1.ActiveOperation) bool) phase {
 	return phase{
-		name: name,
+		name: string(typ),
 		reached: func(f *faultLab) (*moment, error) {
 			s, err := f.schema()
 			if err != nil {
 				return nil, err
 			}
 			c := s.Status.ActiveOperation
-			if c == nil || !is(c) || s.Status.ObservedGeneration != s.Generation {
+			if c == nil || c.Type != typ || s.Status.ObservedGeneration != s.Generation {
 				return nil, nil
 			}
 			pods, err := f.kube.CoreV1().Pods(Namespace).List(f.ctx, metav1.ListOptions{LabelSelector: "job-name=" + c.JobName})
@@ -321,7 +315,7 @@ func claimRunning(name string, is func(*v1alpha1.ActiveOperation) bool) phase {
 			for _, p := range pods.Items {
 				for _, cs := range p.Status.ContainerStatuses {
 					if cs.Name == "runner" && cs.State.Running != nil {
-						return &moment{what: fmt.Sprintf("%s Job running, runner started %s before", name,
+						return &moment{what: fmt.Sprintf("%s Job running, runner started %s before", typ,
 							time.Since(cs.State.Running.StartedAt.Time).Round(100*time.Millisecond)), job: c.JobName}, nil
 					}
 				}
@@ -349,12 +343,29 @@ var (
 		},
 		reached: opRunning(v1alpha1.OperationObserve).reached,
 	}
-	// planRunning is a schema's first plan, which its Resolve's Pod makes
+	// planRunning is a revision's first plan, which its Resolve's Pod makes
 	// right after resolving (a claim marked thenPlan): no Plan Pod of its
-	// own runs in a first apply.
-	planRunning = claimRunning("Resolve+Plan", func(c *v1alpha1.ActiveOperation) bool {
-		return c.Type == v1alpha1.OperationResolve && c.ThenPlan
-	})
+	// own runs in a first apply. Its runner resolves and plans in about
+	// half a second, less than the kubelet takes to report the container
+	// running, so the phase is the claim's Job dispatched with no record
+	// yet: the fault lands while the Pod starts or runs.
+	planRunning = phase{
+		name: "Resolve+Plan",
+		reached: func(f *faultLab) (*moment, error) {
+			s, err := f.schema()
+			if err != nil {
+				return nil, err
+			}
+			c := s.Status.ActiveOperation
+			if c == nil || c.Type != v1alpha1.OperationResolve || !c.ThenPlan || c.JobUID == "" || s.Status.ObservedGeneration != s.Generation {
+				return nil, nil
+			}
+			if f.recordState(c.JobName) != "no result record yet" {
+				return nil, nil // too late: the operation has delivered
+			}
+			return &moment{what: "Resolve+Plan Job dispatched, " + f.podState(c.JobName), job: c.JobName}, nil
+		},
+	}
 	proofRunning = opRunning(v1alpha1.OperationProof)
 )
 
