@@ -265,19 +265,19 @@ func convergesThroughRealJobs(t *testing.T, l *Lab, ctx context.Context) {
 		t.Errorf("operation Pods ran %q (%v), want the executor image of the lab's release, %s", images, err, want)
 	}
 	t.Logf("the operator installed from %s --version %s", r.Chart, r.Version)
-	// Plan and Proof loaded the desired SQL into the dev database sidecar
-	// (ptah refuses to plan without one; a first apply runs no Observe, as
-	// nothing is proved yet), and the kubelet stops it once the runner has
-	// exited.
-	sidecars, err := l.kubectlCmd(ctx, "", "-n", Namespace, "get", "pods", "-l", "operator.ptah.run/op in (observe,plan,proof)", "-o",
+	// The Resolve, which made the first plan, and the Proof loaded the
+	// desired SQL into the dev database sidecar (ptah refuses to plan
+	// without one; a first apply runs no Observe and no Plan Pod, as nothing
+	// is proved yet), and the kubelet stops it once the runner has exited.
+	sidecars, err := l.kubectlCmd(ctx, "", "-n", Namespace, "get", "pods", "-l", "operator.ptah.run/op in (resolve,observe,plan,proof)", "-o",
 		"jsonpath={range .items[*]}{.spec.initContainers[0].image} {.status.initContainerStatuses[0].state.terminated.reason}{\"\\n\"}{end}")
 	lines := strings.Fields(strings.ReplaceAll(strings.TrimSpace(sidecars), " ", "|"))
 	if err != nil || len(lines) < 2 {
-		t.Errorf("Plan and Proof Pods: %q (%v), want at least two", sidecars, err)
+		t.Errorf("the first apply's Resolve and Proof Pods: %q (%v), want at least two", sidecars, err)
 	}
 	for _, line := range lines {
 		if !strings.HasPrefix(line, "ptah-lab/dev-database:") {
-			t.Errorf("an Observe, Plan or Proof Pod ran %q, want the lab's dev database sidecar first", line)
+			t.Errorf("a first apply's Resolve, Observe, Plan or Proof Pod ran %q, want the lab's dev database sidecar first", line)
 		}
 	}
 	t.Logf("dev database sidecars (image|how it ended): %s", strings.Join(lines, "; "))
