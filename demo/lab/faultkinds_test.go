@@ -278,16 +278,26 @@ func (f *faultLab) postgresReady() error {
 // The phases, each found by watching the schema's active operation, its
 // Job's Pod and the database's own sessions.
 
+// claimOf is the schema's active claim, when there is one of this
+// generation that is.
+func (f *faultLab) claimOf(is func(*v1alpha1.ActiveOperation) bool) (*v1alpha1.ActiveOperation, error) {
+	s, err := f.schema()
+	if err != nil {
+		return nil, err
+	}
+	c := s.Status.ActiveOperation
+	if c == nil || !is(c) || s.Status.ObservedGeneration != s.Generation {
+		return nil, nil
+	}
+	return c, nil
+}
+
 var resolveClaimed = phase{
 	name: "Resolve",
 	reached: func(f *faultLab) (*moment, error) {
-		s, err := f.schema()
-		if err != nil {
+		c, err := f.claimOf(func(c *v1alpha1.ActiveOperation) bool { return c.Type == v1alpha1.OperationResolve })
+		if c == nil || err != nil {
 			return nil, err
-		}
-		c := s.Status.ActiveOperation
-		if c == nil || c.Type != v1alpha1.OperationResolve || s.Status.ObservedGeneration != s.Generation {
-			return nil, nil
 		}
 		return &moment{what: "Resolve claimed, " + f.podState(c.JobName), job: c.JobName}, nil
 	},
@@ -297,13 +307,9 @@ func opRunning(typ v1alpha1.OperationType) phase {
 	return phase{
 		name: string(typ),
 		reached: func(f *faultLab) (*moment, error) {
-			s, err := f.schema()
-			if err != nil {
+			c, err := f.claimOf(func(c *v1alpha1.ActiveOperation) bool { return c.Type == typ })
+			if c == nil || err != nil {
 				return nil, err
-			}
-			c := s.Status.ActiveOperation
-			if c == nil || c.Type != typ || s.Status.ObservedGeneration != s.Generation {
-				return nil, nil
 			}
 			pods, err := f.kube.CoreV1().Pods(Namespace).List(f.ctx, metav1.ListOptions{LabelSelector: "job-name=" + c.JobName})
 			if err != nil {
@@ -352,13 +358,11 @@ var (
 	planRunning = phase{
 		name: "Resolve+Plan",
 		reached: func(f *faultLab) (*moment, error) {
-			s, err := f.schema()
-			if err != nil {
+			c, err := f.claimOf(func(c *v1alpha1.ActiveOperation) bool {
+				return c.Type == v1alpha1.OperationResolve && c.ThenPlan && c.JobUID != ""
+			})
+			if c == nil || err != nil {
 				return nil, err
-			}
-			c := s.Status.ActiveOperation
-			if c == nil || c.Type != v1alpha1.OperationResolve || !c.ThenPlan || c.JobUID == "" || s.Status.ObservedGeneration != s.Generation {
-				return nil, nil
 			}
 			if f.recordState(c.JobName) != "no result record yet" {
 				return nil, nil // too late: the operation has delivered
